@@ -1,0 +1,93 @@
+"""The storage-request meter: every request to storage or the bus, counted by kind.
+
+Seed 000's cost model is "requests per day": every queue poll is a billed transaction. So
+the backends count at the transport: the Azure backends through an azure-core pipeline
+policy (:class:`MeterPolicy`, one count per HTTP request the SDK really sends, retries
+included), the embedded backend once per operation. Counts are per process; the CLI and
+``/metrics`` export them, benchmarks diff two snapshots.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlparse
+
+from azure.core.pipeline import PipelineRequest
+from azure.core.pipeline.policies import SansIOHTTPPolicy
+
+_lock = threading.Lock()
+_counts: Counter[str] = Counter()
+
+
+def record(service: str, op: str, n: int = 1) -> None:
+    """Count ``n`` requests of kind ``service.op`` (e.g. ``queue.get``, ``blob.put``)."""
+    with _lock:
+        _counts[f"{service}.{op}"] += n
+
+
+def snapshot() -> dict[str, int]:
+    """A copy of the counts so far, e.g. ``{"queue.get": 12, "blob.put": 3}``."""
+    with _lock:
+        return dict(_counts)
+
+
+def total(counts: Mapping[str, int] | None = None, prefix: str = "") -> int:
+    """Sum of the counts (of a snapshot, or the live ones) whose kind starts with ``prefix``."""
+    source = snapshot() if counts is None else counts
+    return sum(v for k, v in source.items() if k.startswith(prefix))
+
+
+def diff(after: Mapping[str, int], before: Mapping[str, int]) -> dict[str, int]:
+    """What happened between two snapshots, without the kinds that did not move."""
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+
+def reset() -> None:
+    with _lock:
+        _counts.clear()
+
+
+def classify(service: str, method: str, url: str) -> str:
+    """Name the kind of an Azure Storage REST request from its method and URL."""
+    parsed = urlparse(url)
+    query = parsed.query.lower()
+    path = parsed.path.rstrip("/")
+    if service == "queue":
+        if path.endswith("/messages"):
+            if method == "POST":
+                return "put"
+            if method == "GET":
+                return "peek" if "peekonly=true" in query else "get"
+            return "clear" if method == "DELETE" else "admin"
+        if "/messages/" in path:
+            return {"DELETE": "delete", "PUT": "update"}.get(method, "admin")
+        if method == "GET" and "comp=metadata" in query:
+            return "count"
+        return "admin"
+    if service == "blob":
+        if "comp=list" in query:
+            return "list"
+        return {"PUT": "put", "GET": "get", "HEAD": "head", "DELETE": "delete"}.get(
+            method, "admin"
+        )
+    if service == "table":
+        return "read" if method == "GET" else "write"
+    return method.lower()
+
+
+class MeterPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
+    """An azure-core policy that counts each HTTP request a storage client sends.
+
+    It sits in the per-retry part of the pipeline, so a retried request counts again, as it
+    is billed again.
+    """
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def on_request(self, request: PipelineRequest[Any]) -> None:
+        http = request.http_request
+        record(self._service, classify(self._service, http.method, http.url))

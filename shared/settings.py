@@ -1,0 +1,124 @@
+"""All settings in one typed place (environment variables ``BILLING_*`` or a ``.env`` file).
+
+A first run needs none: storage and the trigger bus default to the embedded backend in
+``./.billing`` and the warehouse to a SQLite file there. Setting a storage connection string
+(Azurite) or account URL (Azure, with ``DefaultAzureCredential``) switches storage to the
+Azure SDKs; likewise for Service Bus.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Priority = Literal["high", "normal", "low"]
+PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+
+
+def _split_csv(value: object) -> object:
+    """``"a, b"`` → ``["a", "b"]``: list settings are plain comma-separated strings."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="BILLING_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    # --- where things live -------------------------------------------------------------
+    data_dir: Path = Path(".billing")
+    storage_connection_string: SecretStr | None = None
+    storage_account_url: str | None = None
+    servicebus_connection_string: SecretStr | None = None
+    servicebus_namespace: str | None = None
+    #: Create Service Bus subscriptions with the administration client (needs RBAC
+    #: "Azure Service Bus Data Owner"); otherwise they must exist (Bicep, emulator config).
+    servicebus_manage_entities: bool = False
+    warehouse_url: str | None = None
+
+    # --- the initiator's HTTP API --------------------------------------------------------
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
+    insecure_local: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8000
+    max_body_bytes: int = 2 * 1024**3
+    max_decompressed_bytes: int = 8 * 1024**3
+
+    # --- names of queues, containers, tables, topic --------------------------------------
+    work_queue_prefix: str = "work"
+    partitions: int = Field(default=4, ge=1, le=64)
+    output_queue: str = "results"
+    payload_container: str = "payloads"
+    results_container: str = "results"
+    control_container: str = "control"
+    batches_table: str = "batches"
+    chunks_table: str = "chunks"
+    heartbeats_table: str = "processors"
+    trigger_topic: str = "triggers"
+
+    # --- intake --------------------------------------------------------------------------
+    chunk_size: int = Field(default=2000, ge=1, le=50_000)
+
+    # --- listeners (seed 000) ------------------------------------------------------------
+    dequeue_batch_size: int = Field(default=32, ge=1, le=32)
+    visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
+    max_dequeue_count: int = Field(default=5, ge=1)
+    backoff_delta_ms: int = Field(default=100, ge=1)
+    backoff_min_idle_ms: int = Field(default=100, ge=0)
+    backoff_max_idle_ms: int = Field(default=30_000, ge=1)
+    safety_poll_seconds: float = Field(default=60.0, gt=0)
+    #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling)
+    scaling_rule: str = "0:1,64:2,512:4"
+    max_dequeue_threads: int = Field(default=8, ge=1)
+    processor_priorities: Annotated[list[Priority], NoDecode] = Field(
+        default_factory=lambda: list(PRIORITIES)
+    )
+
+    # --- order ids (seed 002) ------------------------------------------------------------
+    id_range_size: int = Field(default=10_000, ge=1)
+    id_max_retries: int = Field(default=50, ge=1)
+
+    # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
+    storage_retry_total: int = Field(default=5, ge=0)
+    storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
+
+    @field_validator("api_keys", "processor_priorities", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        return _split_csv(value)
+
+    # --- derived -------------------------------------------------------------------------
+    @property
+    def uses_azure_storage(self) -> bool:
+        return bool(self.storage_connection_string or self.storage_account_url)
+
+    @property
+    def uses_servicebus(self) -> bool:
+        return bool(self.servicebus_connection_string or self.servicebus_namespace)
+
+    @cached_property
+    def resolved_warehouse_url(self) -> str:
+        if self.warehouse_url:
+            return self.warehouse_url
+        return f"sqlite:///{(self.data_dir / 'warehouse.sqlite3').resolve()}"
+
+    def work_queue(self, priority: Priority, partition: int) -> str:
+        """Name of one partition of one priority's work queue, e.g. ``work-high-0``."""
+        return f"{self.work_queue_prefix}-{priority}-{partition}"
+
+    def work_queues(self, priority: Priority) -> list[str]:
+        return [self.work_queue(priority, p) for p in range(self.partitions)]
+
+    def all_work_queues(self) -> list[str]:
+        return [name for priority in PRIORITIES for name in self.work_queues(priority)]
+
+
+def poison_queue(queue: str) -> str:
+    """Where a message goes after too many dequeues (seed 000's poison handling)."""
+    return f"{queue}-poison"
