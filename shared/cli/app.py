@@ -1,0 +1,19 @@
+"""``billing``: one command for every role and tool of the sample."""
+
+from __future__ import annotations
+
+import typer
+
+from shared.cli import roles
+
+app = typer.Typer(
+    name="billing",
+    help="Billing map-reduce on Azure: run the roles, submit batches, operate the pipeline.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+roles.register(app)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,76 @@
+"""The role commands: ``billing initiator``, ``processor``, ``controller``."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from shared.bus import open_bus
+from shared.lifecycle import run_until_signalled
+from shared.provision import ensure_resources
+from shared.settings import Settings
+from shared.storage import open_storage
+from shared.telemetry import configure_logging
+
+log = logging.getLogger(__name__)
+
+
+def initiator(
+    host: str | None = typer.Option(None, help="Interface to listen on (BILLING_HOST)."),
+    port: int | None = typer.Option(None, help="Port to listen on (BILLING_PORT)."),
+    insecure_local: bool = typer.Option(
+        False, help="Allow starting without BILLING_API_KEYS (local development only)."
+    ),
+) -> None:
+    """Run the initiator: the HTTP API that takes batch files."""
+    import uvicorn
+
+    from initiator.app import create_app
+
+    configure_logging()
+    settings = Settings()
+    if insecure_local:
+        settings = settings.model_copy(update={"insecure_local": True})
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=host or settings.host,
+        port=port or settings.port,
+        log_level="info",
+        timeout_graceful_shutdown=3,
+    )
+
+
+def _idle_role(name: str) -> None:
+    configure_logging()
+    settings = Settings()
+    storage = open_storage(settings)
+    bus = open_bus(settings)
+
+    def start() -> None:
+        ensure_resources(settings, storage, bus)
+        log.info("%s started", name)
+
+    def stop() -> None:
+        bus.close()
+        storage.close()
+        log.info("%s stopped", name)
+
+    run_until_signalled(start, stop)
+
+
+def processor() -> None:
+    """Run a processor: rate the chunks on the work queues."""
+    _idle_role("processor")
+
+
+def controller() -> None:
+    """Run the controller: reduce rated chunks into the warehouse."""
+    _idle_role("controller")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(initiator)
+    app.command()(processor)
+    app.command()(controller)

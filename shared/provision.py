@@ -1,0 +1,52 @@
+"""Create what each role needs — queues, containers, tables, the topic — idempotently.
+
+Every role calls this at start, so a fresh Azurite, a fresh embedded folder or a fresh
+Azure account all work without a separate set-up step. In Azure, Bicep declares the same
+names (``infra/``); creating an existing resource is a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from shared.bus.ports import TriggerBus
+from shared.settings import PRIORITIES, Settings, poison_queue
+from shared.storage.ports import StorageAccount
+
+Role = Literal["initiator", "processor", "controller"]
+
+log = logging.getLogger(__name__)
+
+
+def queues_for(settings: Settings) -> list[str]:
+    """Every queue the pipeline uses: work queues, their poison queues, and the output."""
+    work = [name for p in PRIORITIES for name in settings.work_queues(p)]
+    return [*work, *(poison_queue(q) for q in work), settings.output_queue]
+
+
+def containers_for(settings: Settings) -> list[str]:
+    return [settings.payload_container, settings.results_container, settings.control_container]
+
+
+def tables_for(settings: Settings) -> list[str]:
+    return [settings.batches_table, settings.chunks_table, settings.heartbeats_table]
+
+
+def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBus | None) -> None:
+    """Create all queues, containers and tables (and the topic, when the bus can)."""
+    for name in queues_for(settings):
+        storage.queue(name).create()
+    for name in containers_for(settings):
+        storage.container(name).create()
+    for name in tables_for(settings):
+        storage.table(name).create()
+    if bus is not None:
+        bus.ensure_topic()
+    log.info(
+        "resources ready on %s: %d queues, %d containers, %d tables",
+        storage.account_name,
+        len(queues_for(settings)),
+        len(containers_for(settings)),
+        len(tables_for(settings)),
+    )
