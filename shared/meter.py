@@ -70,9 +70,7 @@ def classify(service: str, method: str, url: str) -> str:
     if service == "blob":
         if "comp=list" in query:
             return "list"
-        return {"PUT": "put", "GET": "get", "HEAD": "head", "DELETE": "delete"}.get(
-            method, "admin"
-        )
+        return {"PUT": "put", "GET": "get", "HEAD": "head", "DELETE": "delete"}.get(method, "admin")
     if service == "table":
         return "read" if method == "GET" else "write"
     return method.lower()
