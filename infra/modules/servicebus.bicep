@@ -1,0 +1,53 @@
+// The trigger topic (seed 000) with one subscription per priority filtered on the
+// application property Priority (seed 003). Processors that may manage entities
+// (BILLING_SERVICEBUS_MANAGE_ENTITIES=true, the Data Owner role below) add a subscription
+// per instance with auto-delete-on-idle, so that every idle instance wakes on a trigger.
+param name string
+param location string
+param tags object
+param principalId string
+
+resource namespace 'Microsoft.ServiceBus/namespaces@2022-10-01-preview' = {
+  name: name
+  location: location
+  tags: tags
+  sku: { name: 'Standard', tier: 'Standard' } // topics need Standard
+  properties: { disableLocalAuth: true, minimumTlsVersion: '1.2' }
+}
+
+resource topic 'Microsoft.ServiceBus/namespaces/topics@2022-10-01-preview' = {
+  parent: namespace
+  name: 'triggers'
+  properties: { defaultMessageTimeToLive: 'PT1H' }
+}
+
+resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2022-10-01-preview' = [
+  for p in [ 'high', 'normal', 'low' ]: {
+    parent: topic
+    name: 'processors-${p}'
+    properties: { maxDeliveryCount: 10, lockDuration: 'PT1M', defaultMessageTimeToLive: 'PT1H' }
+  }
+]
+
+resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
+  for (p, i) in [ 'high', 'normal', 'low' ]: {
+    parent: subscriptions[i]
+    name: 'priority'
+    properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Priority: p } } }
+  }
+]
+
+// Azure Service Bus Data Owner: send, receive, and manage per-instance subscriptions.
+var dataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'
+
+resource grant 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: namespace
+  name: guid(namespace.id, principalId, dataOwner)
+  properties: {
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', dataOwner)
+  }
+}
+
+output fullyQualifiedNamespace string = '${namespace.name}.servicebus.windows.net'
