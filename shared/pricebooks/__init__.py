@@ -1,0 +1,1 @@
+"""Pricebook documents shipped with the project (data only; loaded by ``shared.pricebook``)."""

@@ -1,0 +1,92 @@
+"""A transaction of a batch file, and the control totals that prove none was lost (design §6-7).
+
+``Transaction`` is a plain frozen dataclass rather than a pydantic model: the initiator's
+parser creates one per line, millions a day, and it has already validated every field by
+then (see the batch-file rules in design §6), so a second validation here would only cost
+time. Build one only from that parser, or in tests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ID_CHECKSUM_MODULUS = 2**64
+"""Control-total id checksums are sums modulo 2**64, so they fit an unsigned 64-bit word."""
+
+
+@dataclass(frozen=True, slots=True)
+class Transaction:
+    """One validated line of a batch file. ``occurred_at`` always carries a UTC offset."""
+
+    transaction_id: str
+    customer_id: str
+    sku: str
+    quantity: int
+    region: str
+    occurred_at: datetime
+
+
+def transaction_id_hash(transaction_id: str) -> int:
+    """An unsigned 64-bit hash of a transaction id: blake2b with an 8-byte digest, big-endian.
+
+    blake2b rather than ``hash()`` because the value must be the same in every process and
+    on every run (``hash()`` of a str is salted per process), and it is in the standard library.
+    """
+    digest = hashlib.blake2b(transaction_id.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
+
+
+class ControlTotals(BaseModel):
+    """Figures taken at intake and compared with the warehouse at reconciliation.
+
+    Every figure is a sum, so the totals are **order-independent**: the initiator counts
+    lines in file order, the warehouse sums charges in whatever order chunks were applied,
+    and both must agree. ``id_checksum`` is the sum of :func:`transaction_id_hash` over all
+    ids modulo 2**64: a lost, duplicated or substituted transaction changes it even when
+    the count and quantity happen to match.
+
+    Note ``id_checksum`` is unsigned and may exceed a signed 64-bit SQL ``BIGINT``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    transactions: int = Field(ge=0)
+    quantity: int = Field(ge=0)
+    id_checksum: int = Field(ge=0, lt=ID_CHECKSUM_MODULUS)
+
+    def combine(self, other: ControlTotals) -> ControlTotals:
+        """Totals of the union of two disjoint sets (e.g. two chunks of one batch)."""
+        return ControlTotals(
+            transactions=self.transactions + other.transactions,
+            quantity=self.quantity + other.quantity,
+            id_checksum=(self.id_checksum + other.id_checksum) % ID_CHECKSUM_MODULUS,
+        )
+
+
+class ControlTotalsBuilder:
+    """Accumulates :class:`ControlTotals` one transaction at a time (cheap per call)."""
+
+    __slots__ = ("_id_checksum", "_quantity", "_transactions")
+
+    def __init__(self) -> None:
+        self._transactions = 0
+        self._quantity = 0
+        self._id_checksum = 0
+
+    def add(self, transaction_id: str, quantity: int) -> None:
+        self._transactions += 1
+        self._quantity += quantity
+        self._id_checksum = (
+            self._id_checksum + transaction_id_hash(transaction_id)
+        ) % ID_CHECKSUM_MODULUS
+
+    def build(self) -> ControlTotals:
+        return ControlTotals(
+            transactions=self._transactions,
+            quantity=self._quantity,
+            id_checksum=self._id_checksum,
+        )
