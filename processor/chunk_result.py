@@ -1,0 +1,149 @@
+"""The result of rating one chunk: its charges and per-customer subtotals, as one blob.
+
+The processor writes it (``<batch_id>/<chunk:06d>`` in the results container) and puts only a
+small :class:`~shared.messages.ChunkResult` on the output queue; the controller reads it
+back and applies it to the warehouse. The same shape as the payload blob
+(:mod:`shared.chunk_payload`): one gzip'd JSON document whose rows are arrays, so a chunk
+costs one ``json`` call each way.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from processor.rating import CustomerSubtotal, RatedCharge
+
+RESULT_VERSION = 1
+COLUMNS = (
+    "line",
+    "occurred_at",
+    "transaction_id",
+    "customer_id",
+    "sku",
+    "region",
+    "quantity",
+    "unit_price",
+    "gross",
+    "discount",
+    "net",
+    "tax",
+    "total",
+)
+SUBTOTAL_COLUMNS = ("lines", "quantity", "gross", "discount", "net", "tax", "total")
+
+
+class ChunkResultError(ValueError):
+    """A result blob that is not a chunk result of a version this code understands."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChargeRow:
+    """One rated transaction as the warehouse stores it."""
+
+    line: int
+    occurred_at: datetime
+    transaction_id: str
+    customer_id: str
+    sku: str
+    region: str
+    quantity: int
+    unit_price: int
+    gross: int
+    discount: int
+    net: int
+    tax: int
+    total: int
+
+
+@dataclass(frozen=True)
+class RatedChunk:
+    batch_id: str
+    chunk: int
+    currency: str
+    pricebook_version: str
+    charges: list[ChargeRow]
+    subtotals: dict[str, CustomerSubtotal]
+
+
+def result_blob_name(batch_id: str, chunk: int) -> str:
+    return f"{batch_id}/{chunk:06d}"
+
+
+def encode_result(
+    *,
+    batch_id: str,
+    chunk: int,
+    currency: str,
+    pricebook_version: str,
+    charges: Sequence[tuple[int, datetime, RatedCharge]],
+    subtotals: Mapping[str, CustomerSubtotal],
+) -> bytes:
+    """The result blob's bytes; ``charges`` are (line, occurred_at, charge) triples."""
+    document = {
+        "v": RESULT_VERSION,
+        "batch_id": batch_id,
+        "chunk": chunk,
+        "currency": currency,
+        "pricebook_version": pricebook_version,
+        "columns": COLUMNS,
+        "rows": [
+            [
+                line,
+                occurred_at.isoformat(),
+                c.transaction_id,
+                c.customer_id,
+                c.sku,
+                c.region,
+                c.quantity,
+                c.unit_price,
+                c.gross,
+                c.discount,
+                c.net,
+                c.tax,
+                c.total,
+            ]
+            for line, occurred_at, c in charges
+        ],
+        "subtotal_columns": SUBTOTAL_COLUMNS,
+        "subtotals": {
+            customer: [s.lines, s.quantity, s.gross, s.discount, s.net, s.tax, s.total]
+            for customer, s in subtotals.items()
+        },
+    }
+    text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+    return gzip.compress(text.encode(), compresslevel=1, mtime=0)
+
+
+def decode_result(data: bytes) -> RatedChunk:
+    """Read a result blob back. Raises :class:`ChunkResultError`."""
+    try:
+        document = json.loads(gzip.decompress(data))
+    except (OSError, EOFError, ValueError) as exc:
+        raise ChunkResultError(f"not a gzip'd JSON chunk result: {exc}") from None
+    if not isinstance(document, dict) or document.get("v") != RESULT_VERSION:
+        raise ChunkResultError("unsupported chunk result version")
+    if tuple(document.get("columns", ())) != COLUMNS:
+        raise ChunkResultError(f"unexpected result columns {document.get('columns')!r}")
+    try:
+        charges = [
+            ChargeRow(line, datetime.fromisoformat(at), *rest)
+            for line, at, *rest in document["rows"]
+        ]
+        subtotals = {
+            customer: CustomerSubtotal(customer, *figures)
+            for customer, figures in document["subtotals"].items()
+        }
+        return RatedChunk(
+            batch_id=document["batch_id"],
+            chunk=document["chunk"],
+            currency=document["currency"],
+            pricebook_version=document["pricebook_version"],
+            charges=charges,
+            subtotals=subtotals,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ChunkResultError(f"malformed chunk result: {exc}") from None

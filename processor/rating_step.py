@@ -1,0 +1,108 @@
+"""The processor's map step: one work item in, one rated chunk out.
+
+For each work item the listener hands over: check that its batch was accepted, fetch the
+chunk payload (claim check), verify it, rate every transaction with the pricebook version
+the batch pinned, write the result blob, and send a small result message to the output
+queue. Only then does the listener delete the work item — so a crash anywhere here means
+the item reappears and is rated again, which is harmless: the result blob name is fixed per
+chunk and the controller applies each chunk once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import Literal, Protocol
+
+from processor.chunk_result import encode_result, result_blob_name
+from processor.rating import rater_for, subtotals
+from shared.chunk_payload import decode_chunk
+from shared.messages import ChunkResult, WorkItem
+from shared.pricebook import Pricebook
+from shared.storage.ports import BlobContainer, Queue
+
+log = logging.getLogger(__name__)
+
+BatchState = Literal["accepted", "pending", "gone"]
+
+
+class PricebookSource(Protocol):
+    def get(self, version: str) -> Pricebook: ...
+
+
+class BatchStates(Protocol):
+    """Tells whether a batch became ``accepted`` (intake's crash-safe order)."""
+
+    def state(self, batch_id: str) -> BatchState: ...
+
+
+class BatchNotYetAcceptedError(RuntimeError):
+    """The batch is still being accepted: leave the item to reappear a little later."""
+
+
+class ChunkIntegrityError(RuntimeError):
+    """The payload blob does not match the work item's checksum."""
+
+
+class RatingStep:
+    """Rates the chunk a work item points to; the listener's handler in the processor."""
+
+    def __init__(
+        self,
+        *,
+        payloads: BlobContainer,
+        results: BlobContainer,
+        output: Queue,
+        pricebooks: PricebookSource,
+        batches: BatchStates,
+        instance_id: str,
+    ) -> None:
+        self._payloads = payloads
+        self._results = results
+        self._output = output
+        self._pricebooks = pricebooks
+        self._batches = batches
+        self._instance_id = instance_id
+
+    def handle(self, text: str) -> None:
+        item = WorkItem.from_text(text)
+        state = self._batches.state(item.batch_id)
+        if state == "gone":
+            # Never accepted (the initiator crashed mid-way and the sweeper removed it):
+            # dropping the item is correct, there is nothing to rate.
+            log.warning("dropping chunk %s/%d: batch was never accepted", item.batch_id, item.chunk)
+            return
+        if state == "pending":
+            raise BatchNotYetAcceptedError(f"batch {item.batch_id} is not accepted yet")
+        self._output.send(self.rate(item).to_text())
+
+    def rate(self, item: WorkItem) -> ChunkResult:
+        """Rate one chunk and store its result blob; returns the message for the controller."""
+        data = self._payloads.get(item.payload_blob).data
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != item.sha256:
+            raise ChunkIntegrityError(
+                f"payload {item.payload_blob} has sha256 {digest}, work item says {item.sha256}"
+            )
+        payload = decode_chunk(data)
+        book = self._pricebooks.get(item.pricebook_version)
+        rater = rater_for(book)
+        charges = [(line, tx.occurred_at, rater.rate(tx)) for line, tx in payload.rows]
+        blob = encode_result(
+            batch_id=item.batch_id,
+            chunk=item.chunk,
+            currency=book.currency,
+            pricebook_version=item.pricebook_version,
+            charges=charges,
+            subtotals=subtotals(charge for _, _, charge in charges),
+        )
+        name = result_blob_name(item.batch_id, item.chunk)
+        self._results.put(name, blob)
+        return ChunkResult(
+            batch_id=item.batch_id,
+            chunk=item.chunk,
+            result_blob=name,
+            transactions=len(charges),
+            sha256=hashlib.sha256(blob).hexdigest(),
+            processor=self._instance_id,
+        )
