@@ -1,0 +1,201 @@
+"""The batch record: one table entity per batch, and the states every role reads from it.
+
+A batch moves through explicit states (rq-style registries, one place to read them):
+
+``receiving``
+    The initiator is streaming the body and writing payload blobs. Written before the first
+    blob, so that whatever a crash leaves behind can be found from the table alone.
+``accepting``
+    The batch is valid, its control totals are recorded, work items are being enqueued.
+``accepted``
+    Every work item is on its queue: from here the batch is never lost.
+``processing``, ``completed``, ``failed``
+    Set by the processors and the controller (later issues).
+``abandoned``
+    The initiator gave up on it (a failure while accepting) or the sweeper found it stuck
+    in ``receiving``/``accepting``; its blobs and record are being removed.
+
+Every transition is an ETag-conditional update, so the initiator's ``accepting → accepted``
+and the sweeper's ``accepting → abandoned`` cannot both win. Processors ask
+:func:`admission` before rating a work item.
+
+Records live in the batches table under one fixed partition (:data:`BATCH_PARTITION`, row
+key = batch id): batches arrive a few times a day, far below a partition's 2,000
+operations/s, and one partition makes "every batch in state X" a single-partition query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from azure.core.exceptions import ResourceNotFoundError
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.settings import Priority
+from shared.storage.ports import Entity, Table
+from shared.transactions import ControlTotals
+
+BATCH_PARTITION = "batch"
+_TOTALS_PREFIX = "control_"
+
+
+class BatchStatus(StrEnum):
+    RECEIVING = "receiving"
+    ACCEPTING = "accepting"
+    ACCEPTED = "accepted"
+    PROCESSING = "processing"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    ABANDONED = "abandoned"
+
+
+#: States in which the initiator is still working on the batch (or crashed while it was).
+UNFINISHED_INTAKE = frozenset({BatchStatus.RECEIVING, BatchStatus.ACCEPTING})
+
+
+class BatchRecord(BaseModel):
+    """What the table holds about a batch. Unknown properties (other roles') are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    batch_id: str
+    status: BatchStatus
+    priority: Priority
+    pricebook_version: str = Field(description="the pricebook pinned at acceptance")
+    received_at: datetime
+    accepted_at: datetime | None = None
+    transactions: int = Field(default=0, ge=0)
+    chunks: int = Field(default=0, ge=0)
+    chunks_applied: int = Field(default=0, ge=0)
+    chunks_failed: int = Field(default=0, ge=0)
+    payload_bytes: int = Field(default=0, ge=0, description="stored (compressed) chunk bytes")
+    body_bytes: int = Field(default=0, ge=0, description="request body bytes as received")
+    body_sha256: str | None = None
+    control_totals: ControlTotals | None = None
+    idempotency_key_hash: str | None = None
+
+    def to_properties(self) -> dict[str, Any]:
+        """Flat table properties. ``id_checksum`` is unsigned 64-bit, above Edm.Int64: a string."""
+        properties = self.model_dump(exclude={"control_totals"}, exclude_none=True, mode="python")
+        properties["status"] = self.status.value
+        if self.control_totals is not None:
+            totals = self.control_totals
+            properties[f"{_TOTALS_PREFIX}transactions"] = totals.transactions
+            properties[f"{_TOTALS_PREFIX}quantity"] = totals.quantity
+            properties[f"{_TOTALS_PREFIX}id_checksum"] = str(totals.id_checksum)
+        return properties
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, Any]) -> BatchRecord:
+        values = dict(properties)
+        totals = {
+            name.removeprefix(_TOTALS_PREFIX): values.pop(name)
+            for name in list(values)
+            if name.startswith(_TOTALS_PREFIX)
+        }
+        if totals:
+            values["control_totals"] = ControlTotals(
+                transactions=int(totals["transactions"]),
+                quantity=int(totals["quantity"]),
+                id_checksum=int(totals["id_checksum"]),
+            )
+        return cls.model_validate(values)
+
+    def elapsed_intake_seconds(self) -> float | None:
+        if self.accepted_at is None:
+            return None
+        return (self.accepted_at - self.received_at).total_seconds()
+
+
+@dataclass(frozen=True)
+class StoredBatch:
+    """A record as read or written, with the ETag the next conditional update needs."""
+
+    record: BatchRecord
+    etag: str
+
+
+class BatchRecords:
+    """The batch records in the batches table."""
+
+    def __init__(self, table: Table) -> None:
+        self._table = table
+
+    def create(self, record: BatchRecord) -> StoredBatch:
+        """Insert a new record; ``ResourceExistsError`` if the batch id is taken."""
+        entity = self._table.insert(_entity(record))
+        return StoredBatch(record, entity.etag)
+
+    def save(self, current: StoredBatch, record: BatchRecord) -> StoredBatch:
+        """Move ``current`` to ``record`` if nobody changed it since (``ResourceModifiedError``).
+
+        A merge, so properties that other roles added to the entity survive.
+        """
+        entity = self._table.update(_entity(record), if_match=current.etag, merge=True)
+        return StoredBatch(record, entity.etag)
+
+    def find(self, batch_id: str) -> StoredBatch | None:
+        try:
+            entity = self._table.get(BATCH_PARTITION, batch_id)
+        except ResourceNotFoundError:
+            return None
+        return StoredBatch(BatchRecord.from_properties(entity.properties), entity.etag)
+
+    def in_status(self, *statuses: BatchStatus) -> Iterator[StoredBatch]:
+        for status in statuses:
+            for entity in self._table.query(BATCH_PARTITION, status=status.value):
+                yield StoredBatch(BatchRecord.from_properties(entity.properties), entity.etag)
+
+    def state(self, batch_id: str) -> Literal["accepted", "pending", "gone"]:
+        """The processor's question, answered by :func:`admission` (one table read)."""
+        found = self.find(batch_id)
+        verdict = admission(None if found is None else found.record)
+        return _STATE_OF[verdict]
+
+    def delete(self, current: StoredBatch) -> None:
+        """Delete the record if it is still as read (``ResourceModifiedError`` otherwise)."""
+        self._table.delete(BATCH_PARTITION, current.record.batch_id, if_match=current.etag)
+
+
+def _entity(record: BatchRecord) -> Entity:
+    return Entity(BATCH_PARTITION, record.batch_id, record.to_properties())
+
+
+class Admission(StrEnum):
+    """What a processor does with a work item, given the state of its batch."""
+
+    PROCESS = "process"
+    WAIT = "wait"
+    """Leave the message to reappear: the initiator may still be finishing the batch."""
+    DROP = "drop"
+    """Delete the message unprocessed: the batch never became accepted and never will."""
+
+
+def admission(record: BatchRecord | None) -> Admission:
+    """The rule that makes a half-accepted batch invisible to processors.
+
+    Work items are sent while the batch is ``accepting`` and the record turns ``accepted``
+    right after; a processor that sees an item in that window waits rather than drops it.
+    A batch that is gone (swept) or ``abandoned`` will never be accepted: its items are
+    dropped.
+    """
+    if record is None or record.status is BatchStatus.ABANDONED:
+        return Admission.DROP
+    if record.status in UNFINISHED_INTAKE:
+        return Admission.WAIT
+    return Admission.PROCESS
+
+
+_STATE_OF: dict[Admission, Literal["accepted", "pending", "gone"]] = {
+    Admission.PROCESS: "accepted",
+    Admission.WAIT: "pending",
+    Admission.DROP: "gone",
+}
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
