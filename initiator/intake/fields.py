@@ -1,0 +1,191 @@
+"""The field rules of design §6, applied to one line's values, fast path first.
+
+Every line goes through :meth:`TransactionValidator.accept`: one chain of cheap checks
+(precompiled regexes, a cached pricebook lookup, ``datetime.fromisoformat`` after a shape
+check). Only when that chain fails does :meth:`TransactionValidator.check_values` work out
+which fields are wrong and why, so the error path can afford clear messages while the
+common path stays at a few microseconds a line.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Protocol
+
+from initiator.intake.duplicates import Duplicate, DuplicateDetector
+from initiator.intake.problems import ProblemCollector
+from shared.transactions import Transaction
+
+REQUIRED_FIELDS = ("transaction_id", "customer_id", "sku", "quantity", "region", "occurred_at")
+MAX_QUANTITY = 1_000_000
+MAX_ID_LENGTH = 64
+
+_ID_ALPHABET = "A-Za-z0-9_.:-"
+_is_id = re.compile(f"[{_ID_ALPHABET}]{{1,{MAX_ID_LENGTH}}}").fullmatch
+_first_illegal_id_char = re.compile(f"[^{_ID_ALPHABET}]").search
+# RFC 3339 shape: seconds required, fraction optional, offset required ("Z" or +hh:mm).
+_TIMESTAMP_SHAPE = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
+_is_timestamp = re.compile(_TIMESTAMP_SHAPE + r"(?:Z|[+-]\d{2}:\d{2})", re.ASCII).fullmatch
+_is_timestamp_without_offset = re.compile(_TIMESTAMP_SHAPE, re.ASCII).fullmatch
+MAX_QUANTITY_DIGITS = len(str(MAX_QUANTITY))
+"""A CSV quantity longer than this is out of range; checked before ``int()`` is paid for."""
+_fromisoformat = datetime.fromisoformat
+
+
+class CodeBook(Protocol):
+    """What validation needs from a pricebook (``shared.pricebook.Pricebook`` fits)."""
+
+    def has_sku(self, sku: str) -> bool: ...
+
+    def has_region(self, region: str) -> bool: ...
+
+
+class TransactionValidator:
+    """Checks one line's fields and the batch-wide uniqueness of transaction ids."""
+
+    def __init__(
+        self, codes: CodeBook, duplicates: DuplicateDetector, problems: ProblemCollector
+    ) -> None:
+        self._add_id = duplicates.add
+        self._problems = problems
+        # Canonical strings per code (None when unknown): one dict lookup per line instead of
+        # a method call, and every transaction shares the same str object for its SKU.
+        # Bounded: unknown codes are problems, and the scan stops after max_problems.
+        self._skus = _CodeCache(codes.has_sku)
+        self._regions = _CodeCache(codes.has_region)
+
+    def accept(
+        self,
+        line: int,
+        transaction_id: str,
+        customer_id: str,
+        sku: str,
+        quantity: int | None,
+        region: str,
+        occurred_at: str,
+    ) -> Transaction | None:
+        """The transaction, or None after recording this line's problems.
+
+        ``quantity`` is None when the format layer could not read an integer (it has then
+        recorded the problem itself).
+        """
+        canonical_sku = self._skus[sku]
+        canonical_region = self._regions[region]
+        if (
+            _is_id(transaction_id)
+            and _is_id(customer_id)
+            and canonical_sku is not None
+            and canonical_region is not None
+            and quantity is not None
+            and 0 < quantity <= MAX_QUANTITY
+            and _is_timestamp(occurred_at)
+        ):
+            try:
+                when = _fromisoformat(occurred_at)
+            except ValueError:
+                pass  # a well-shaped impossible date-time, e.g. February 30
+            else:
+                duplicates = self._add_id(transaction_id, line)
+                if duplicates:
+                    self.report_duplicates(duplicates)
+                return Transaction(
+                    transaction_id, customer_id, canonical_sku, quantity, canonical_region, when
+                )
+        values = {
+            "transaction_id": transaction_id,
+            "customer_id": customer_id,
+            "sku": sku,
+            "region": region,
+            "occurred_at": occurred_at,
+        }
+        self.check_values(line, values, quantity)
+        return None
+
+    def check_unique(self, line: int, transaction_id: str) -> None:
+        duplicates = self._add_id(transaction_id, line)
+        if duplicates:
+            self.report_duplicates(duplicates)
+
+    def report_duplicates(self, duplicates: Iterable[Duplicate]) -> None:
+        for transaction_id, line, first_line in duplicates:
+            self._problems.add(
+                line,
+                "transaction_id",
+                f"duplicate transaction_id {transaction_id!r}: first seen on line {first_line}",
+            )
+
+    def check_values(self, line: int, values: dict[str, str], quantity: int | None) -> None:
+        """Record a problem for each bad value; fields absent from ``values`` were reported
+        by the format layer (e.g. a JSON number where a string belongs), as was a None
+        ``quantity``."""
+        add = self._problems.add
+        for name in ("transaction_id", "customer_id"):
+            if name in values:
+                reason = id_problem(name, values[name])
+                if reason is not None:
+                    add(line, name, reason)
+        for name, codes in (("sku", self._skus), ("region", self._regions)):
+            if name in values and codes[values[name]] is None:
+                add(
+                    line,
+                    name,
+                    f"unknown {name} {values[name]!r}: not in the pricebook "
+                    "(codes are case-sensitive)",
+                )
+        if quantity is not None and not 0 < quantity <= MAX_QUANTITY:
+            add(line, "quantity", f"quantity {quantity} is out of range (1 to {MAX_QUANTITY:,})")
+        if "occurred_at" in values:
+            reason = timestamp_problem(values["occurred_at"])
+            if reason is not None:
+                add(line, "occurred_at", reason)
+        transaction_id = values.get("transaction_id")
+        if transaction_id is not None and _is_id(transaction_id):
+            self.check_unique(line, transaction_id)
+
+
+class _CodeCache(dict[str, str | None]):
+    """Maps a code to its canonical string, or None when the pricebook lacks it.
+
+    A dict subclass so the per-line lookup is a plain subscription; only the first sight
+    of a code calls the pricebook.
+    """
+
+    def __init__(self, lookup: Callable[[str], bool]) -> None:
+        super().__init__()
+        self._lookup = lookup
+
+    def __missing__(self, code: str) -> str | None:
+        canonical = code if self._lookup(code) else None
+        self[code] = canonical
+        return canonical
+
+
+def id_problem(name: str, value: str) -> str | None:
+    if not value:
+        return f"{name} is empty"
+    if len(value) > MAX_ID_LENGTH:
+        return f"{name} is {len(value)} characters long (at most {MAX_ID_LENGTH})"
+    illegal = _first_illegal_id_char(value)
+    if illegal is not None:
+        return (
+            f"{name} {value!r} contains {illegal.group()!r} at position {illegal.start() + 1}; "
+            f"allowed are letters A-Z a-z, digits and _ . : -"
+        )
+    return None
+
+
+def timestamp_problem(text: str) -> str | None:
+    if _is_timestamp(text):
+        try:
+            datetime.fromisoformat(text)
+        except ValueError as exc:
+            return f"occurred_at {text!r} is not a real date-time: {exc}"
+        return None
+    if _is_timestamp_without_offset(text):
+        return f"occurred_at {text!r} has no UTC offset; end it with 'Z' or an offset like +02:00"
+    return (
+        f"occurred_at {text!r} is not an ISO 8601 date-time with a UTC offset "
+        "(expected e.g. 2026-01-31T13:45:00Z or 2026-01-31T14:45:00.250+01:00)"
+    )
