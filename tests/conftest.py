@@ -1,0 +1,3 @@
+"""Fixtures shared by the whole suite, as plugins."""
+
+pytest_plugins = ["tests.support.azurite"]

@@ -1,0 +1,47 @@
+"""Metering: both backends count storage requests the same way (seed 000's cost model)."""
+
+from __future__ import annotations
+
+from shared import meter
+from shared.storage.ports import BlobContainer, Queue
+
+
+def counted(before: dict[str, int], service: str) -> dict[str, int]:
+    return {k: v for k, v in meter.diff(meter.snapshot(), before).items() if k.startswith(service)}
+
+
+def test_a_receive_counts_as_one_queue_get_full_or_empty(queue: Queue) -> None:
+    for n in range(3):
+        queue.send(f"m{n}")
+
+    before = meter.snapshot()
+    assert len(queue.receive()) == 3
+    assert counted(before, "queue.") == {"queue.get": 1}
+
+    before = meter.snapshot()
+    assert queue.receive() == []
+    assert counted(before, "queue.") == {"queue.get": 1}
+
+
+def test_send_delete_and_peek_count_once_each(queue: Queue) -> None:
+    before = meter.snapshot()
+    queue.send("m")
+    [received] = queue.receive()
+    queue.delete(received)
+    queue.peek()
+
+    assert counted(before, "queue.") == {
+        "queue.put": 1,
+        "queue.get": 1,
+        "queue.delete": 1,
+        "queue.peek": 1,
+    }
+
+
+def test_blob_writes_and_reads_are_counted(container: BlobContainer) -> None:
+    before = meter.snapshot()
+    container.put("b", b"x")
+    container.get("b")
+    container.head("b")
+
+    assert counted(before, "blob.") == {"blob.put": 1, "blob.get": 1, "blob.head": 1}
