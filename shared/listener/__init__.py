@@ -1,0 +1,48 @@
+"""The multi-threaded queue listener of seed 000, one idea per module.
+
+========================  ==========================================================
+``engine.QueueListener``  threads scaled by depth, retired when idle, safety poll
+``dequeue``               one dequeue thread's loop (``DequeueTaskMain``)
+``handling``              one message: handler, delete only after, errors, poison
+``backoff.Backoff``       randomized exponential back-off (``HandleQueueEmptyEvent``)
+``scaling.ScalingRule``   depth → threads (``GetOptimalDequeueTaskCount``)
+``state.ListenerState``   counters and snapshot (``CloudQueueListenerInfo``)
+``priority``              high before normal before low, partitions, minimum share
+``renewal``               ``Lease`` and visibility renewal with the newest pop receipt
+``poison``                ``<queue>-poison`` records and the ``on_poison`` callback
+``heartbeat``             the state as a table entity per instance, throttled
+``shutdown``              wait for SIGTERM/SIGINT
+========================  ==========================================================
+"""
+
+from shared.listener.backoff import Backoff
+from shared.listener.config import ListenerConfig
+from shared.listener.engine import QueueListener
+from shared.listener.handling import Handler
+from shared.listener.heartbeat import Heartbeat, new_instance_id
+from shared.listener.poison import UNKNOWN_LAST_ERROR, OnPoison, PoisonRecord
+from shared.listener.renewal import Lease
+from shared.listener.scaling import ScalingRule, ScalingRuleError
+from shared.listener.shutdown import wait_for_stop_signal
+from shared.listener.source import QueueSource, work_sources
+from shared.listener.state import ListenerSnapshot, ListenerState
+
+__all__ = [
+    "UNKNOWN_LAST_ERROR",
+    "Backoff",
+    "Handler",
+    "Heartbeat",
+    "Lease",
+    "ListenerConfig",
+    "ListenerSnapshot",
+    "ListenerState",
+    "OnPoison",
+    "PoisonRecord",
+    "QueueListener",
+    "QueueSource",
+    "ScalingRule",
+    "ScalingRuleError",
+    "new_instance_id",
+    "wait_for_stop_signal",
+    "work_sources",
+]

@@ -1,0 +1,79 @@
+"""The listener's knobs in one typed model, built from :class:`~shared.settings.Settings`.
+
+The engine takes this model rather than the whole settings object so that tests (and the
+controller, which listens to one queue) can set a few fields with short timeouts and leave
+the rest at the sample's defaults. Times are seconds; the queue API takes whole seconds for
+visibility timeouts, so that one is an ``int``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from shared.listener.scaling import ScalingRule
+from shared.settings import Settings
+from shared.storage.ports import MAX_MESSAGES_PER_RECEIVE
+
+
+class ListenerConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    #: messages per receive (Azure's ceiling is 32: one request, up to 32 messages)
+    batch_size: int = Field(default=MAX_MESSAGES_PER_RECEIVE, ge=1, le=MAX_MESSAGES_PER_RECEIVE)
+    #: how long a received message stays hidden from other consumers
+    visibility_timeout: int = Field(default=60, ge=1)
+    #: a message dequeued more often than this goes to the poison queue
+    max_dequeue_count: int = Field(default=5, ge=1)
+    #: empty-queue back-off (seed 000 ``HandleQueueEmptyEvent``), seconds
+    backoff_min_idle: float = Field(default=0.1, ge=0)
+    backoff_delta: float = Field(default=0.1, gt=0)
+    backoff_max_idle: float = Field(default=30.0, gt=0)
+    #: with a push trigger, the one slow poll left when every dequeue thread has retired
+    safety_poll_seconds: float = Field(default=60.0, gt=0)
+    #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (seed 000
+    #: ``GetOptimalDequeueTaskCount``)
+    scaling_rule: str = "0:1,64:2,512:4"
+    max_threads: int = Field(default=8, ge=1)
+    #: messages of one receive handled at once by one dequeue thread (overlaps I/O)
+    handler_parallelism: int = Field(default=4, ge=1, le=MAX_MESSAGES_PER_RECEIVE)
+    #: renew a message's visibility once it has been held this fraction of the timeout
+    renew_fraction: float = Field(default=0.5, gt=0, lt=1)
+    #: anti-starvation: every Nth receive round favours a lower priority (see priority.py)
+    low_share_every: int = Field(default=8, ge=2)
+    #: a queue found empty is not asked again by any thread for this long
+    empty_recheck_seconds: float = Field(default=0.1, ge=0)
+
+    @field_validator("scaling_rule")
+    @classmethod
+    def _valid_rule(cls, value: str) -> str:
+        ScalingRule.parse(value, max_threads=1)  # raises ScalingRuleError with the reason
+        return value
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> ListenerConfig:
+        if self.backoff_min_idle > self.backoff_max_idle:
+            raise ValueError("backoff_min_idle must not exceed backoff_max_idle")
+        return self
+
+    @property
+    def rule(self) -> ScalingRule:
+        return ScalingRule.parse(self.scaling_rule, max_threads=self.max_threads)
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> ListenerConfig:
+        """The listener settings of ``settings`` (``BILLING_*``), with ``overrides`` on top."""
+        values: dict[str, Any] = {
+            "batch_size": settings.dequeue_batch_size,
+            "visibility_timeout": settings.visibility_timeout_seconds,
+            "max_dequeue_count": settings.max_dequeue_count,
+            "backoff_min_idle": settings.backoff_min_idle_ms / 1000,
+            "backoff_delta": settings.backoff_delta_ms / 1000,
+            "backoff_max_idle": settings.backoff_max_idle_ms / 1000,
+            "safety_poll_seconds": settings.safety_poll_seconds,
+            "scaling_rule": settings.scaling_rule,
+            "max_threads": settings.max_dequeue_threads,
+        }
+        values.update(overrides)
+        return cls(**values)

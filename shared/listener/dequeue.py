@@ -1,0 +1,108 @@
+"""One dequeue thread's loop (seed 000 ``DequeueTaskMain``).
+
+Each round: ask the planner which queues to try, receive up to ``batch_size`` messages from
+the first that has any (one request, visibility timeout set), and handle them — in parallel
+on a small per-thread pool, since handlers mostly wait on storage. An empty round means an
+empty-queue back-off; a thread whose back-off reaches the cap asks the listener whether it
+may retire. A thread that had been backing off and finds work tells the listener (seed 000
+``QueueWorkDetected``), which may start more threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from shared.listener.backoff import Backoff
+from shared.listener.handling import MessageHandling
+from shared.listener.priority import PriorityPlanner
+from shared.listener.renewal import Lease, LeaseRenewer
+from shared.listener.state import ListenerState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class DequeueContext:
+    """What a dequeue thread shares with its listener."""
+
+    planner: PriorityPlanner
+    backoff: Backoff
+    handling: MessageHandling
+    renewer: LeaseRenewer
+    state: ListenerState
+    stopping: threading.Event
+    batch_size: int
+    visibility_timeout: int
+    handler_parallelism: int
+    #: atomically decides whether this idle thread may end (and counts it as retired)
+    may_retire: Callable[[], bool]
+    #: the listener's work-detected reaction: query depth, scale threads
+    work_detected: Callable[[], object]
+    clock: Callable[[], float] = field(default=time.monotonic)
+
+
+def dequeue_task_main(ctx: DequeueContext) -> bool:
+    """Run until stopped or retired; True if the thread retired (it was idle at the cap)."""
+    pool_size = min(ctx.handler_parallelism, ctx.batch_size)
+    pool = ThreadPoolExecutor(pool_size, "handler") if pool_size > 1 else None
+    idle_count = 0
+    failures = 0
+    try:
+        while not ctx.stopping.is_set():
+            try:
+                leases = _receive_round(ctx)
+            except Exception:
+                failures += 1
+                ctx.state.error()
+                log.warning("receive failed (%d in a row); backing off", failures, exc_info=True)
+                ctx.stopping.wait(ctx.backoff.delay(failures))
+                continue
+            failures = 0
+            if leases:
+                if idle_count:
+                    ctx.work_detected()
+                idle_count = 0
+                _handle_all(ctx, leases, pool)
+                continue
+            idle_count += 1
+            delay = ctx.backoff.delay(idle_count)
+            if ctx.backoff.at_cap(delay) and ctx.may_retire():
+                return True
+            ctx.stopping.wait(delay)
+        return False
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True)
+
+
+def _receive_round(ctx: DequeueContext) -> list[Lease]:
+    """Receive from the first queue of this round's order that has messages."""
+    for source in ctx.planner.next_round():
+        if ctx.stopping.is_set():
+            break
+        requested_at = ctx.clock()  # visibility runs from the request, so count from here
+        messages = source.queue.receive(ctx.batch_size, ctx.visibility_timeout)
+        if not messages:
+            ctx.planner.mark_empty(source)
+            continue
+        ctx.state.received(len(messages))
+        leases = [Lease(message, source, requested_at) for message in messages]
+        for lease in leases:
+            ctx.renewer.hold(lease)
+        return leases
+    return []
+
+
+def _handle_all(ctx: DequeueContext, leases: list[Lease], pool: ThreadPoolExecutor | None) -> None:
+    """Handle one receive's messages; returns when every one is settled."""
+    if pool is None or len(leases) == 1:
+        for lease in leases:
+            ctx.handling.handle(lease)
+        return
+    for _ in pool.map(ctx.handling.handle, leases):
+        pass

@@ -1,0 +1,241 @@
+"""The multi-threaded queue listener (seed 000 ``CloudQueueListenerExtension``).
+
+    listener = QueueListener(work_sources(account, settings), handle_work_item,
+                             ListenerConfig.from_settings(settings), trigger_available=True,
+                             on_poison=mark_chunk_failed)
+    listener.start()                 # depth → scaling rule → that many dequeue threads
+    subscription → listener.on_work_detected()   # on every trigger event
+    listener.stop(timeout)           # graceful
+
+Threads come and go with the work:
+
+* **Up** (seed ``QueueWorkDetected`` + ``GetOptimalDequeueTaskCount``): on a trigger, or
+  when a backing-off thread finds work, :meth:`on_work_detected` queries the depth of every
+  queue, asks the :class:`~shared.listener.scaling.ScalingRule` how many threads that depth
+  deserves, and starts the missing ones (never more than ``max_threads``).
+* **Down** (seed ``HandleQueueEmptyEvent``): a thread whose empty-queue back-off reaches the
+  cap retires, unless it is the last one. With a push trigger the last one retires too and
+  only a slow **safety poll** remains (every ``safety_poll_seconds``, a depth query), so a
+  lost trigger never strands work and an idle instance makes almost no storage requests.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from shared.listener.backoff import Backoff, UniformSource
+from shared.listener.config import ListenerConfig
+from shared.listener.dequeue import DequeueContext, dequeue_task_main
+from shared.listener.handling import Handler, MessageHandling
+from shared.listener.poison import ErrorMemory, OnPoison, PoisonMover
+from shared.listener.priority import PriorityPlanner
+from shared.listener.renewal import LeaseRenewer
+from shared.listener.source import QueueSource
+from shared.listener.state import ListenerSnapshot, ListenerState
+
+log = logging.getLogger(__name__)
+
+
+class QueueListener:
+    """Dequeue threads over a set of queues, scaled by depth, retired when idle."""
+
+    def __init__(
+        self,
+        queues: Sequence[QueueSource],
+        handler: Handler,
+        config: ListenerConfig | None = None,
+        *,
+        trigger_available: bool = False,
+        on_poison: OnPoison | None = None,
+        name: str = "listener",
+        uniform: UniformSource = random.uniform,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.config = config or ListenerConfig()
+        self.trigger_available = trigger_available
+        self.name = name
+        self.state = ListenerState()
+        self._sources = list(queues)
+        self._rule = self.config.rule
+        errors = ErrorMemory()  # handler errors, read back when a message is poisoned
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._started = False
+        self._threads: list[threading.Thread] = []
+        self._thread_number = 0
+        self._renewer = LeaseRenewer(
+            self.config.visibility_timeout,
+            self.config.renew_fraction,
+            on_renewed=self.state.renewed,
+            clock=clock,
+            name=f"{name}-renewer",
+        )
+        self._planner = PriorityPlanner(
+            self._sources,
+            share_every=self.config.low_share_every,
+            empty_recheck=self.config.empty_recheck_seconds,
+            clock=clock,
+        )
+        self._context = DequeueContext(
+            planner=self._planner,
+            backoff=Backoff(
+                self.config.backoff_min_idle,
+                self.config.backoff_delta,
+                self.config.backoff_max_idle,
+                uniform,
+            ),
+            handling=MessageHandling(
+                handler,
+                renewer=self._renewer,
+                poison=PoisonMover(self.config.max_dequeue_count, errors, on_poison),
+                errors=errors,
+                state=self.state,
+                stopping=self._stopping,
+                clock=clock,
+            ),
+            renewer=self._renewer,
+            state=self.state,
+            stopping=self._stopping,
+            batch_size=self.config.batch_size,
+            visibility_timeout=self.config.visibility_timeout,
+            handler_parallelism=self.config.handler_parallelism,
+            may_retire=self._may_retire,
+            work_detected=self.on_work_detected,
+            clock=clock,
+        )
+        self._safety_poll = threading.Thread(
+            target=self._safety_poll_main, name=f"{name}-safety-poll", daemon=True
+        )
+
+    # --- public --------------------------------------------------------------------------
+    def start(self, threads: int | None = None) -> None:
+        """Start listening: ``threads`` dequeue threads, or as many as the depth deserves."""
+        with self._lock:
+            if self._started:
+                raise RuntimeError(f"{self.name} was already started")
+            self._started = True
+        self._renewer.start()
+        if self.trigger_available:
+            self._safety_poll.start()
+        if threads is None:
+            self.on_work_detected()
+        else:
+            with self._lock:
+                for _ in range(min(threads, self.config.max_threads)):
+                    self._spawn()
+
+    def on_work_detected(self) -> int:
+        """Work may have arrived: scale the dequeue threads to the depth; returns how many
+        threads were started. Safe to call from any thread, as often as triggers come."""
+        if not self._started or self._stopping.is_set():
+            return 0
+        self._planner.forget_empty()
+        return self._scale_to(self._query_depth())
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop receiving and wait up to ``timeout`` seconds (default: the visibility
+        timeout) for in-flight messages to finish; True if every thread ended in time.
+
+        Messages received but not started are handed back at once; handlers still running
+        at the deadline keep going, but their leases are no longer renewed, so if they
+        never finish their messages reappear for another instance.
+        """
+        self._stopping.set()
+        wait = self.config.visibility_timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        with self._lock:
+            threads = list(self._threads)
+        for thread in threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        finished = not any(thread.is_alive() for thread in threads)
+        if self._started:
+            self._renewer.stop()
+        if self._safety_poll.is_alive():
+            self._safety_poll.join(max(deadline - time.monotonic(), 0.0))
+        log.info("%s stopped (%s)", self.name, "clean" if finished else "handlers still running")
+        return finished
+
+    def snapshot(self) -> ListenerSnapshot:
+        return self.state.snapshot()
+
+    @property
+    def stopping(self) -> bool:
+        """True once :meth:`stop` was called: no new receives will be made."""
+        return self._stopping.is_set()
+
+    # --- scaling -------------------------------------------------------------------------
+    def _query_depth(self) -> int | None:
+        """Total approximate depth of every queue (one request each); None on failure."""
+        try:
+            depths = {source.name: source.queue.approximate_count() for source in self._sources}
+        except Exception:
+            log.warning("%s could not query queue depth", self.name, exc_info=True)
+            self.state.error()
+            return None
+        self.state.set_depths(depths)
+        return sum(depths.values())
+
+    def _scale_to(self, depth: int | None) -> int:
+        # An unknown depth still deserves one thread to go and look.
+        wanted = self._rule.optimal_threads(depth) if depth is not None else 1
+        with self._lock:
+            if self._stopping.is_set():
+                return 0
+            missing = max(wanted - self.state.active_threads, 0)
+            for _ in range(missing):
+                self._spawn()
+        if missing:
+            log.info("%s: depth %s → %d threads (+%d)", self.name, depth, wanted, missing)
+        return missing
+
+    def _spawn(self) -> None:
+        """Start one dequeue thread; the caller holds ``self._lock``."""
+        self._threads = [thread for thread in self._threads if thread.is_alive()]
+        self._thread_number += 1
+        thread = threading.Thread(
+            target=self._dequeue_main,
+            name=f"{self.name}-dequeue-{self._thread_number}",
+            daemon=True,
+        )
+        self.state.thread_started()  # counted before it runs, so scaling never overshoots
+        self._threads.append(thread)
+        thread.start()
+
+    def _may_retire(self) -> bool:
+        """Called by a thread idle at the back-off cap: may it end? Counts it if so."""
+        with self._lock:
+            active = self.state.active_threads
+            if self._stopping.is_set() or (active <= 1 and not self.trigger_available):
+                return False
+            self.state.thread_ended(retired=True)
+            if active == 1:
+                self.state.set_safety_poll_only(True)
+                log.info("%s: last dequeue thread retired; safety poll only", self.name)
+            return True
+
+    def _dequeue_main(self) -> None:
+        retired = False
+        try:
+            retired = dequeue_task_main(self._context)
+        except Exception:
+            log.exception("%s: dequeue thread crashed", self.name)
+        finally:
+            if not retired:
+                with self._lock:
+                    self.state.thread_ended(retired=False)
+
+    # --- the safety poll -------------------------------------------------------------------
+    def _safety_poll_main(self) -> None:
+        """While no dequeue thread runs, look at the queues' depth now and then."""
+        while not self._stopping.wait(self.config.safety_poll_seconds):
+            if self.state.active_threads:
+                continue  # the dequeue threads are watching: no request needed
+            depth = self._query_depth()
+            if depth:
+                log.info("%s: safety poll found %d messages", self.name, depth)
+                self._planner.forget_empty()
+                self._scale_to(depth)

@@ -1,0 +1,118 @@
+"""Everything that happens to one received message, from lease to delete.
+
+The rule that keeps the pipeline lossless (design §7): a message is deleted **only after**
+the handler has returned, i.e. after its effect is durable. A handler that raises leaves
+the message to reappear when its visibility runs out; one dequeued too often goes to the
+poison queue instead of the handler; one received while the listener is stopping is handed
+back at once (visibility 0) for another instance to take.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from azure.core.exceptions import ResourceNotFoundError
+
+from shared.listener.poison import ErrorMemory, PoisonMover, describe_error
+from shared.listener.renewal import Lease, LeaseRenewer
+from shared.listener.state import ListenerState
+
+log = logging.getLogger(__name__)
+
+#: What the engine calls for each message. Raise to leave the message to reappear; return
+#: only once the message's effect is durable (the engine deletes it right after).
+Handler = Callable[[Lease], None]
+
+
+class MessageHandling:
+    """Hands one lease to the handler and settles it; never raises."""
+
+    def __init__(
+        self,
+        handler: Handler,
+        *,
+        renewer: LeaseRenewer,
+        poison: PoisonMover,
+        errors: ErrorMemory,
+        state: ListenerState,
+        stopping: threading.Event,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._handler = handler
+        self._renewer = renewer
+        self._poison = poison
+        self._errors = errors
+        self._state = state
+        self._stopping = stopping
+        self._clock = clock
+
+    def handle(self, lease: Lease) -> None:
+        latency: float | None = None
+        failed = True
+        try:
+            if self._stopping.is_set():
+                self._abandon(lease)
+                failed = False
+            elif self._poison.is_poison(lease.received):
+                failed = not self._move_to_poison(lease)
+            else:
+                latency = self._run_handler(lease)
+                failed = latency is None
+        except Exception:  # a bug here must not kill the dequeue thread
+            log.exception("settling message %s of %s failed", lease.message_id, lease.queue_name)
+        finally:
+            self._renewer.drop(lease)
+            self._state.finished(latency_seconds=latency, error=failed)
+
+    def _run_handler(self, lease: Lease) -> float | None:
+        """The handling latency, or None if the message is left to reappear."""
+        started = self._clock()
+        try:
+            self._handler(lease)
+        except Exception as error:
+            lease.release()  # stop renewing: it reappears when its visibility runs out
+            self._errors.remember(lease.message_id, describe_error(error))
+            log.error(
+                "handler failed on message %s of %s (dequeue %d); it will reappear",
+                lease.message_id,
+                lease.queue_name,
+                lease.dequeue_count,
+                exc_info=True,
+            )
+            return None
+        message = lease.release()
+        try:
+            lease.source.queue.delete(message)
+        except ResourceNotFoundError:
+            # The receipt went stale (the lease was lost): another consumer may handle it
+            # again, which the handlers' idempotency absorbs.
+            log.warning(
+                "message %s of %s was handled but its lease was lost; it may be handled again",
+                lease.message_id,
+                lease.queue_name,
+            )
+            return None
+        self._errors.forget(lease.message_id)
+        return self._clock() - started
+
+    def _move_to_poison(self, lease: Lease) -> bool:
+        message = lease.release()
+        try:
+            self._poison.move(message, lease.source)
+        except Exception:
+            log.exception(
+                "could not poison message %s of %s; it will reappear", message.id, lease.queue_name
+            )
+            return False
+        self._state.poisoned()
+        return True
+
+    def _abandon(self, lease: Lease) -> None:
+        message = lease.release()
+        try:
+            lease.source.queue.update_visibility(message, 0)
+        except Exception:  # best effort: otherwise it reappears after its timeout
+            log.info("could not hand back message %s of %s", message.id, lease.queue_name)

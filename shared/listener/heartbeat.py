@@ -1,0 +1,136 @@
+"""A heartbeat entity per listener instance, so status pages and the CLI see live threads.
+
+Each instance upserts one entity (partition = role, row = instance id) holding its latest
+:class:`~shared.listener.state.ListenerSnapshot`. Writes are throttled — every
+``busy_interval`` seconds while the listener is working, at most every ``idle_interval``
+while it is idle — so an idle instance costs about one table write a minute. A reader
+treats an entity older than a couple of idle intervals, or with ``status == "stopped"``,
+as gone. Each write is also logged, which gives the periodic state log for free.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from shared.listener.state import ListenerSnapshot, ListenerState
+from shared.storage.ports import Entity, Table
+
+log = logging.getLogger(__name__)
+
+
+def new_instance_id() -> str:
+    """``hostname-pid-random``: unique per process, readable in a status table."""
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class Heartbeat:
+    """Writes the listener's snapshot to ``table``, throttled; a thread drives it."""
+
+    def __init__(
+        self,
+        table: Table,
+        state: ListenerState,
+        *,
+        role: str,
+        instance_id: str | None = None,
+        busy_interval: float = 10.0,
+        idle_interval: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.table = table
+        self.role = role
+        self.instance_id = instance_id or new_instance_id()
+        self._state = state
+        self._busy_interval = busy_interval
+        self._idle_interval = idle_interval
+        self._clock = clock
+        self._started_at = datetime.now(UTC)
+        self._last_write: float | None = None
+        self._last_progress: tuple[int, int, int] | None = None
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat-{role}", daemon=True)
+
+    def start(self) -> None:
+        self.table.create()
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop beating and write a last entity marked ``stopped``."""
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._write(self._state.snapshot(), status="stopped")
+
+    def beat_if_due(self) -> bool:
+        """Write now if the throttle allows; True if an entity was written."""
+        snapshot = self._state.snapshot()
+        progress = (snapshot.handled, snapshot.errors, snapshot.poisoned)
+        busy = snapshot.in_flight > 0 or progress != self._last_progress
+        interval = self._busy_interval if busy else self._idle_interval
+        now = self._clock()
+        if self._last_write is not None and now - self._last_write < interval:
+            return False
+        self._last_progress = progress
+        return self._write(snapshot, status="running")
+
+    def entity(self, snapshot: ListenerSnapshot, status: str) -> Entity:
+        properties: dict[str, Any] = {
+            "role": self.role,
+            "status": status,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "started_at": self._started_at,
+            "taken_at": snapshot.taken_at,
+            "queue_depth": snapshot.queue_depth,
+            "queue_depths": json.dumps(snapshot.queue_depths, sort_keys=True),
+            "active_threads": snapshot.active_threads,
+            "total_threads": snapshot.total_threads,
+            "retired_threads": snapshot.retired_threads,
+            "in_flight": snapshot.in_flight,
+            "handled": snapshot.handled,
+            "errors": snapshot.errors,
+            "poisoned": snapshot.poisoned,
+            "renewals": snapshot.renewals,
+            "safety_poll_only": snapshot.safety_poll_only,
+        }
+        # Tables cannot store null: a latency not measured yet is simply absent.
+        if snapshot.last_latency_ms is not None:
+            properties["last_latency_ms"] = snapshot.last_latency_ms
+        if snapshot.p95_latency_ms is not None:
+            properties["p95_latency_ms"] = snapshot.p95_latency_ms
+        return Entity(partition_key=self.role, row_key=self.instance_id, properties=properties)
+
+    def _write(self, snapshot: ListenerSnapshot, status: str) -> bool:
+        try:
+            self.table.upsert(self.entity(snapshot, status))
+        except Exception:  # a missed heartbeat must never stop the work
+            log.warning("heartbeat of %s failed", self.instance_id, exc_info=True)
+            return False
+        self._last_write = self._clock()
+        log.info(
+            "%s %s: %d threads, depth %d, handled %d, errors %d, poisoned %d, p95 %s ms",
+            self.role,
+            self.instance_id,
+            snapshot.active_threads,
+            snapshot.queue_depth,
+            snapshot.handled,
+            snapshot.errors,
+            snapshot.poisoned,
+            f"{snapshot.p95_latency_ms:.1f}" if snapshot.p95_latency_ms is not None else "-",
+        )
+        return True
+
+    def _run(self) -> None:
+        self.beat_if_due()
+        # Checking is free (no request); only writes cost. Check often enough for busy beats.
+        while not self._stopping.wait(min(self._busy_interval, self._idle_interval)):
+            self.beat_if_due()

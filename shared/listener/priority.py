@@ -1,0 +1,92 @@
+"""The order in which a dequeue thread visits its queues (seeds 003 and 004).
+
+Each *round* a dequeue thread asks :meth:`PriorityPlanner.next_round` for an ordered list
+of queues and receives from the first one that has messages.
+
+* **Priority** (seed 003): high before normal before low.
+* **Partitions** (seed 004): within a priority, the partition a round starts at rotates, so
+  every partition is read and none is favoured.
+* **Anti-starvation: a minimum share.** Every ``share_every``-th round is a *share round*
+  that tries one lower priority first, cycling from the lowest upwards (low, normal, low,
+  normal, …), then falls back to the usual order. So under a steady load of every priority,
+  high gets ``(N-1)/N`` of the rounds and each lower priority at least
+  ``1 / (N * (levels - 1))`` — with N = 8 and three levels, 1 round in 16 each. A share
+  round whose favoured queues are empty costs nothing extra: it serves the usual order.
+  Chosen over aging because it needs no per-message timestamps and its bound is easy to
+  state and test.
+* **Empty memory**: a queue that just answered "empty" is skipped by every thread for
+  ``empty_recheck`` seconds, so a thread serving the low queues does not pay an empty receive
+  on every high and normal partition each round. :meth:`forget_empty` (on a trigger) clears it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from shared.listener.source import QueueSource
+
+
+class PriorityPlanner:
+    """Shared by the dequeue threads of one listener; thread-safe."""
+
+    def __init__(
+        self,
+        sources: Sequence[QueueSource],
+        *,
+        share_every: int = 8,
+        empty_recheck: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not sources:
+            raise ValueError("a listener needs at least one queue")
+        if share_every < 2:
+            raise ValueError("share_every must be >= 2 (1 would invert the priorities)")
+        ordered = sorted(sources, key=lambda s: (s.rank, s.partition))
+        self._levels = [list(g) for _, g in itertools.groupby(ordered, key=lambda s: s.rank)]
+        self._share_every = share_every
+        self._empty_recheck = empty_recheck
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._round = 0
+        self._empty_until: dict[str, float] = {}
+
+    @property
+    def sources(self) -> list[QueueSource]:
+        return [source for level in self._levels for source in level]
+
+    def next_round(self) -> list[QueueSource]:
+        """The queues to try this round, best first (recently empty ones left out)."""
+        with self._lock:
+            self._round += 1
+            number = self._round
+            now = self._clock()
+            empty_until = dict(self._empty_until)
+        order: list[QueueSource] = []
+        for level in self._level_order(number):
+            start = number % len(level)
+            for source in level[start:] + level[:start]:
+                if empty_until.get(source.name, 0.0) <= now:
+                    order.append(source)
+        return order
+
+    def mark_empty(self, source: QueueSource) -> None:
+        """``source`` answered a receive with nothing: skip it for ``empty_recheck`` seconds."""
+        if self._empty_recheck > 0:
+            with self._lock:
+                self._empty_until[source.name] = self._clock() + self._empty_recheck
+
+    def forget_empty(self) -> None:
+        """New work was announced: look at every queue again at once."""
+        with self._lock:
+            self._empty_until.clear()
+
+    def _level_order(self, number: int) -> list[list[QueueSource]]:
+        if len(self._levels) == 1 or number % self._share_every:
+            return self._levels
+        lower = self._levels[1:]
+        share_round = number // self._share_every  # 1, 2, 3, …
+        favoured = lower[-1 - (share_round - 1) % len(lower)]
+        return [favoured, *(level for level in self._levels if level is not favoured)]

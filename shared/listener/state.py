@@ -1,0 +1,147 @@
+"""What a listener is doing right now (seed 000 ``CloudQueueListenerInfo`` / ``QueryState``).
+
+The engine updates one :class:`ListenerState` from all its threads; ``snapshot()`` gives a
+consistent, immutable :class:`ListenerSnapshot` for logs, ``/metrics``, the heartbeat entity
+and tests. Latency percentiles come from a sliding window of the most recent handlings (a
+bounded reservoir), so memory stays constant and p95 reflects the current load, not the
+whole history.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import deque
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ConfigDict
+
+#: how many recent handling latencies the p95 is computed over
+LATENCY_WINDOW = 1024
+
+
+class ListenerSnapshot(BaseModel):
+    """The listener's state at one moment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    taken_at: datetime
+    #: approximate depth per queue, as of the last depth query (work detection, safety poll)
+    queue_depths: dict[str, int]
+    #: dequeue threads running now, started since start, and retired (idle at the cap)
+    active_threads: int
+    total_threads: int
+    retired_threads: int
+    #: messages received and not yet finished (handled, failed, poisoned or abandoned)
+    in_flight: int
+    handled: int
+    errors: int
+    poisoned: int
+    renewals: int
+    last_latency_ms: float | None
+    p95_latency_ms: float | None
+    #: no dequeue thread is left; only the slow safety poll watches the queues
+    safety_poll_only: bool
+
+    @property
+    def queue_depth(self) -> int:
+        return sum(self.queue_depths.values())
+
+
+class ListenerState:
+    """Thread-safe counters of one listener."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depths: dict[str, int] = {}
+        self._active = 0
+        self._total = 0
+        self._retired = 0
+        self._in_flight = 0
+        self._handled = 0
+        self._errors = 0
+        self._poisoned = 0
+        self._renewals = 0
+        self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._safety_poll_only = False
+
+    # --- written by the engine ---------------------------------------------------------
+    def set_depths(self, depths: Mapping[str, int]) -> None:
+        with self._lock:
+            self._depths.update(depths)
+
+    def thread_started(self) -> None:
+        with self._lock:
+            self._active += 1
+            self._total += 1
+            self._safety_poll_only = False
+
+    def thread_ended(self, *, retired: bool) -> None:
+        with self._lock:
+            self._active -= 1
+            self._retired += int(retired)
+
+    def set_safety_poll_only(self, value: bool) -> None:
+        with self._lock:
+            self._safety_poll_only = value
+
+    def received(self, count: int) -> None:
+        with self._lock:
+            self._in_flight += count
+
+    def finished(self, *, latency_seconds: float | None = None, error: bool = False) -> None:
+        """One received message is done with; a latency is recorded when it was handled."""
+        with self._lock:
+            self._in_flight -= 1
+            self._errors += int(error)
+            if latency_seconds is not None:
+                self._handled += 1
+                self._latencies.append(latency_seconds * 1000)
+
+    def poisoned(self) -> None:
+        with self._lock:
+            self._poisoned += 1
+
+    def renewed(self) -> None:
+        with self._lock:
+            self._renewals += 1
+
+    def error(self) -> None:
+        """An error outside the handling of one message (a failed receive, say)."""
+        with self._lock:
+            self._errors += 1
+
+    # --- read by everyone ----------------------------------------------------------------
+    @property
+    def active_threads(self) -> int:
+        with self._lock:
+            return self._active
+
+    def snapshot(self) -> ListenerSnapshot:
+        with self._lock:
+            latencies = sorted(self._latencies)
+            last = self._latencies[-1] if self._latencies else None
+            return ListenerSnapshot(
+                taken_at=datetime.now(UTC),
+                queue_depths=dict(self._depths),
+                active_threads=self._active,
+                total_threads=self._total,
+                retired_threads=self._retired,
+                in_flight=self._in_flight,
+                handled=self._handled,
+                errors=self._errors,
+                poisoned=self._poisoned,
+                renewals=self._renewals,
+                last_latency_ms=last,
+                p95_latency_ms=_nearest_rank(latencies, 0.95),
+                safety_poll_only=self._safety_poll_only,
+            )
+
+
+def _nearest_rank(ordered: list[float], quantile: float) -> float | None:
+    """The nearest-rank percentile of an ascending list (None when empty)."""
+    if not ordered:
+        return None
+    rank = max(math.ceil(quantile * len(ordered)), 1)
+    return ordered[rank - 1]

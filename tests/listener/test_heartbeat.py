@@ -1,0 +1,102 @@
+"""The heartbeat entity: the listener's state per instance, throttled."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from shared.listener import Heartbeat, ListenerState, new_instance_id
+from shared.storage.ports import Entity
+from tests.listener.helpers import wait_until
+
+
+class RecordingTable:
+    """Only what the heartbeat uses of the Table port (``create``, ``upsert``), hence the
+    ``type: ignore[arg-type]`` where it is passed as a ``Table``."""
+
+    def __init__(self) -> None:
+        self.writes: list[Entity] = []
+
+    @property
+    def name(self) -> str:
+        return "processors"
+
+    def create(self) -> None:
+        pass
+
+    def upsert(self, entity: Entity) -> Entity:
+        self.writes.append(entity)
+        return entity
+
+
+def make(clock: list[float]) -> tuple[Heartbeat, ListenerState, RecordingTable]:
+    state = ListenerState()
+    table = RecordingTable()
+    beat = Heartbeat(
+        table,  # type: ignore[arg-type]
+        state,
+        role="processor",
+        instance_id="host-1-abc",
+        clock=lambda: clock[0],
+    )
+    return beat, state, table
+
+
+def test_writes_every_10s_while_busy_and_once_a_minute_while_idle() -> None:
+    clock = [1000.0]
+    beat, state, table = make(clock)
+    assert beat.beat_if_due()  # the first one always goes
+    clock[0] += 30
+    assert not beat.beat_if_due()  # idle: not before a minute
+    clock[0] += 30
+    assert beat.beat_if_due()
+
+    state.received(1)  # a message in flight: busy
+    clock[0] += 5
+    assert not beat.beat_if_due()
+    clock[0] += 5
+    assert beat.beat_if_due()
+    state.finished(latency_seconds=0.02)  # progress since the last beat: still busy
+    clock[0] += 10
+    assert beat.beat_if_due()
+    clock[0] += 10
+    assert not beat.beat_if_due()  # no progress, nothing in flight: idle again
+    assert len(table.writes) == 4
+
+
+def test_the_entity_carries_the_snapshot() -> None:
+    beat, state, table = make([0.0])
+    state.set_depths({"work-high-0": 2, "work-low-0": 1})
+    state.thread_started()
+    state.received(1)
+    state.finished(latency_seconds=0.015)
+    beat.beat_if_due()
+    (entity,) = table.writes
+    assert (entity.partition_key, entity.row_key) == ("processor", "host-1-abc")
+    props = entity.properties
+    assert props["status"] == "running"
+    assert props["active_threads"] == 1
+    assert props["handled"] == 1
+    assert props["queue_depth"] == 3
+    assert json.loads(props["queue_depths"]) == {"work-high-0": 2, "work-low-0": 1}
+    assert props["p95_latency_ms"] == 15.0
+    assert props["pid"] == os.getpid()
+    assert None not in props.values()  # tables cannot store null
+
+
+def test_the_thread_beats_and_stop_marks_the_instance_stopped() -> None:
+    state = ListenerState()
+    table = RecordingTable()
+    beat = Heartbeat(table, state, role="controller", busy_interval=0.02)  # type: ignore[arg-type]
+    beat.start()
+    assert wait_until(lambda: len(table.writes) >= 1)
+    beat.stop()
+    assert table.writes[-1].properties["status"] == "stopped"
+    assert table.writes[-1].row_key == beat.instance_id
+
+
+def test_instance_ids_are_hostname_pid_random() -> None:
+    first, second = new_instance_id(), new_instance_id()
+    assert first != second
+    assert re.fullmatch(rf".+-{os.getpid()}-[0-9a-f]{{6}}", first)
