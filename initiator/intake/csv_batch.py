@@ -15,7 +15,7 @@ import csv
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
-from initiator.intake.fields import MAX_QUANTITY_DIGITS, TransactionValidator
+from initiator.intake.fields import MAX_QUANTITY, MAX_QUANTITY_DIGITS, TransactionValidator
 from initiator.intake.header import required_columns
 from initiator.intake.problems import ProblemCollector, Status, StopScanning
 from shared.transactions import Transaction
@@ -30,6 +30,8 @@ def csv_records(
     records = 0
     try:
         for header in reader:
+            if problems.has_problem_through(reader.line_num):
+                raise StopScanning("the header line is unreadable")  # e.g. not UTF-8
             if not _is_blank(header):
                 break
         else:
@@ -78,6 +80,8 @@ def _is_blank(row: list[str]) -> bool:
 def _quantity_problem(text: str) -> str:
     if not text:
         return "quantity is empty"
+    if text.isdigit() and text.isascii():
+        return f"quantity {text} is out of range (1 to {MAX_QUANTITY:,})"
     return f"quantity {text!r} is not a whole number written in plain digits (1 to 1,000,000)"
 
 

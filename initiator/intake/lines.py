@@ -22,16 +22,17 @@ SNIFF_LIMIT = 64 * 1024
 _BLANKS = b" \t\r\n"
 
 
-def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes, Iterator[bytes]]:
-    """Drop a leading UTF-8 BOM and find the first non-blank byte (b"" when there is none).
+def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes | None, Iterator[bytes]]:
+    """Drop a leading UTF-8 BOM and find the first non-blank byte.
 
-    Returns that byte and the bytes to parse (without the BOM, blank prefix included, so
-    line numbers stay physical).
+    Returns that byte (b"" when the body holds nothing but blanks, None when the first
+    ``SNIFF_LIMIT`` bytes are all blank) and the bytes to parse: without the BOM, but with
+    the blank prefix, so that line numbers stay physical.
     """
     source = iter(chunks)
     buffered = bytearray()
     bom_length: int | None = None
-    first = b""
+    first: bytes | None = b""
     for chunk in source:
         start = len(buffered)
         buffered += chunk
@@ -41,8 +42,11 @@ def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes, Iterator[bytes]
             bom_length = len(UTF8_BOM) if buffered.startswith(UTF8_BOM) else 0
             start = bom_length
         content = bytes(buffered[start:]).lstrip(_BLANKS)
-        if content or len(buffered) > SNIFF_LIMIT:
+        if content:
             first = content[:1]
+            break
+        if len(buffered) > SNIFF_LIMIT:
+            first = None
             break
     if bom_length is None:
         bom_length = len(UTF8_BOM) if buffered == UTF8_BOM else 0

@@ -114,8 +114,8 @@ class BatchReader:
         except StopScanning:
             pass
         finally:
-            self._finished = True
-            self.close()
+            self.close()  # also when the consumer abandons the iteration
+        self._finished = True
 
     def _scan(self) -> Iterator[tuple[int, Transaction]]:
         if self._declared_format is None or self._gzip is None:
@@ -130,7 +130,7 @@ class BatchReader:
             problems=problems,
         )
         first_byte, content = strip_bom_and_sniff(body)
-        if not first_byte:
+        if first_byte == b"":
             problems.stop(None, None, "empty batch: the body holds no data", Status.MALFORMED)
         self.format = self._declared_format
         if self.format is BatchFormat.SNIFF:
