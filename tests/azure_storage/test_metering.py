@@ -8,10 +8,7 @@ from azure.core.exceptions import ServiceRequestError
 from shared import meter
 from shared.storage.azure import AzureStorageAccount
 from shared.storage.azure.options import RetryOptions
-from shared.storage.ports import Entity
-from tests.contract.conftest import azurite_settings
 from tests.support.azurite import AzuriteInfo, free_ports
-from tests.support.names import unique_name
 
 
 def test_every_attempt_is_counted_when_the_service_cannot_be_reached() -> None:
@@ -29,32 +26,3 @@ def test_every_attempt_is_counted_when_the_service_cannot_be_reached() -> None:
 
     # One first try and two retries each: a retried request is billed again.
     assert meter.diff(meter.snapshot(), before) == {"queue.count": 3, "table.read": 3}
-
-
-@pytest.mark.azurite
-def test_requests_to_azurite_are_counted_by_kind(azurite: AzuriteInfo) -> None:
-    with AzureStorageAccount.from_settings(azurite_settings(azurite)) as account:
-        queue, container, table = (
-            account.queue(unique_name("q")),
-            account.container(unique_name("c")),
-            account.table(unique_name("t")),
-        )
-        before = meter.snapshot()
-        queue.create()
-        queue.send("m")
-        container.create()
-        container.put("b", b"x")
-        list(container.list())
-        table.create()
-        table.insert(Entity("p", "r", {"v": 1}))
-        list(table.query("p"))
-        queue.delete_queue()
-
-        assert meter.diff(meter.snapshot(), before) == {
-            "queue.admin": 2,
-            "queue.put": 1,
-            "blob.put": 2,  # the container's creation is a PUT too
-            "blob.list": 1,
-            "table.write": 2,
-            "table.read": 1,
-        }

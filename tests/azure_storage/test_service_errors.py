@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
+from shared.storage import queue_rules
 from shared.storage.azure import AzureStorageAccount
-from shared.storage.azure import queue as azure_queue
 from shared.storage.azure.blob import quoted_etag
 from shared.storage.azure.table import equality_filter, odata_literal
 from shared.storage.ports import MAX_QUEUE_MESSAGE_BYTES, MessageTooLargeError
@@ -21,7 +21,7 @@ def test_the_service_refusing_a_large_message_raises_message_too_large(
     azurite: AzuriteInfo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Switch our own check off so the request reaches the service and its 413 comes back.
-    monkeypatch.setattr(azure_queue, "check_message_size", lambda content: None)
+    monkeypatch.setattr(queue_rules, "MAX_QUEUE_MESSAGE_BYTES", 10 * MAX_QUEUE_MESSAGE_BYTES)
     with AzureStorageAccount.from_settings(azurite_settings(azurite)) as account:
         queue = account.queue(unique_name("q"))
         queue.create()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
-from shared.storage.ports import BlobContainer
+from shared.storage.ports import BlobContainer, StorageAccount
+from tests.support.names import unique_name
 
 
 def test_put_then_get_returns_the_bytes_metadata_and_etag(container: BlobContainer) -> None:
@@ -100,3 +101,14 @@ def test_delete_with_a_stale_etag_raises_resource_modified(container: BlobContai
         container.delete("kept", if_match=stale.etag)
     container.delete("kept", if_match=current.etag)
     assert list(container.list("kept")) == []
+
+
+def test_a_missing_container_is_not_found(storage: StorageAccount) -> None:
+    missing = storage.container(unique_name("c"))
+
+    with pytest.raises(ResourceNotFoundError):
+        missing.put("b", b"x")
+    with pytest.raises(ResourceNotFoundError):
+        missing.get("b")
+    with pytest.raises(ResourceNotFoundError):
+        list(missing.list())

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from shared import meter
-from shared.storage.ports import BlobContainer, Queue
+from shared.storage.ports import BlobContainer, Entity, Queue, StorageAccount
+from tests.support.names import unique_name
 
 
 def counted(before: dict[str, int], service: str) -> dict[str, int]:
@@ -45,3 +46,39 @@ def test_blob_writes_and_reads_are_counted(container: BlobContainer) -> None:
     container.head("b")
 
     assert counted(before, "blob.") == {"blob.put": 1, "blob.get": 1, "blob.head": 1}
+
+
+def test_each_kind_of_request_is_counted_under_the_same_name(storage: StorageAccount) -> None:
+    queue = storage.queue(unique_name("q"))
+    container = storage.container(unique_name("c"))
+    table = storage.table(unique_name("t"))
+    before = meter.snapshot()
+
+    queue.create()
+    queue.send("m")
+    [received] = queue.receive()
+    received = queue.update_visibility(received, 30)
+    queue.approximate_count()
+    queue.clear()
+    queue.delete_queue()
+    container.create()  # a PUT, as Azure bills it
+    container.put("b", b"x")
+    list(container.list())
+    container.delete("b")
+    table.create()
+    table.insert(Entity("p", "r", {"v": 1}))
+    list(table.query("p"))
+
+    assert meter.diff(meter.snapshot(), before) == {
+        "queue.admin": 2,
+        "queue.put": 1,
+        "queue.get": 1,
+        "queue.update": 1,
+        "queue.count": 1,
+        "queue.clear": 1,
+        "blob.put": 2,
+        "blob.list": 1,
+        "blob.delete": 1,
+        "table.write": 2,
+        "table.read": 1,
+    }

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
 from shared.storage.ports import (
     MAX_MESSAGES_PER_RECEIVE,
@@ -14,7 +14,9 @@ from shared.storage.ports import (
     MessageTooLargeError,
     Queue,
     QueueMessage,
+    StorageAccount,
 )
+from tests.support.names import unique_name
 
 #: How long to wait for a hidden message to come back before calling it lost.
 REAPPEAR_DEADLINE_SECONDS = 15.0
@@ -144,6 +146,36 @@ def test_the_limit_counts_utf8_bytes_not_characters(queue: Queue) -> None:
         queue.send(two_byte_chars + "é")
 
     assert [m.content for m in queue.receive()] == [two_byte_chars]
+
+
+@pytest.mark.parametrize("character", ["\x00", "\x01", "\ufffe", "\ud800"])
+def test_a_character_xml_cannot_carry_is_refused(queue: Queue, character: str) -> None:
+    with pytest.raises(HttpResponseError) as refused:
+        queue.send(f'{{"note": "a{character}b"}}')
+
+    assert refused.value.status_code == 400
+    assert queue.approximate_count() == 0
+
+
+def test_a_visibility_timeout_below_one_second_is_refused_on_receive(queue: Queue) -> None:
+    queue.send("m")
+
+    with pytest.raises(HttpResponseError) as refused:
+        queue.receive(visibility_timeout=0)
+
+    assert refused.value.status_code == 400
+    assert [m.content for m in queue.peek()] == ["m"]
+
+
+def test_a_missing_queue_is_not_found(storage: StorageAccount) -> None:
+    missing = storage.queue(unique_name("q"))
+
+    with pytest.raises(ResourceNotFoundError):
+        missing.send("m")
+    with pytest.raises(ResourceNotFoundError):
+        missing.receive()
+    with pytest.raises(ResourceNotFoundError):
+        missing.approximate_count()
 
 
 def test_peek_does_not_hide_nor_count_a_dequeue(queue: Queue) -> None:

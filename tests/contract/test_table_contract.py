@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError, ResourceNotFoundError
 
-from shared.storage.ports import Entity, Table
+from shared.storage.ports import Entity, StorageAccount, Table
+from tests.support.names import unique_name
 
 PROPERTIES = {
     "status": "open",
@@ -130,3 +131,34 @@ def test_delete_with_a_stale_etag_raises_resource_modified_then_deletes(table: T
     with pytest.raises(ResourceNotFoundError):
         table.get("p", "r")
     table.delete("p", "r")  # absent is not an error
+
+
+def test_a_missing_table_is_not_found(storage: StorageAccount) -> None:
+    missing = storage.table(unique_name("t"))
+
+    with pytest.raises(ResourceNotFoundError):
+        missing.insert(Entity("p", "r"))
+    with pytest.raises(ResourceNotFoundError):
+        missing.get("p", "r")
+
+
+@pytest.mark.parametrize("name", sorted(PROPERTIES))
+def test_query_matches_on_a_property_of_each_type(table: Table, name: str) -> None:
+    table.insert(Entity("p", "match", PROPERTIES))
+    table.insert(
+        Entity(
+            "p",
+            "other",
+            {
+                "status": "x",
+                "tries": 2,
+                "big": 2**41,
+                "ratio": 2.5,
+                "done": True,
+                "raw": b"\x02",
+                "at": datetime.now(UTC),
+            },
+        )
+    )
+
+    assert [e.row_key for e in table.query("p", **{name: PROPERTIES[name]})] == ["match"]

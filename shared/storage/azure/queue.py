@@ -13,12 +13,8 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.storage.queue import QueueClient, StorageErrorCode
 from azure.storage.queue import QueueMessage as SdkQueueMessage
 
-from shared.storage.ports import (
-    MAX_MESSAGES_PER_RECEIVE,
-    MAX_QUEUE_MESSAGE_BYTES,
-    MessageTooLargeError,
-    QueueMessage,
-)
+from shared.storage import queue_rules
+from shared.storage.ports import MAX_MESSAGES_PER_RECEIVE, MessageTooLargeError, QueueMessage
 
 #: Azure keeps a message 7 days by default, then drops it silently; a billing work item
 #: must wait for as long as it takes (``-1``: never expires).
@@ -44,7 +40,7 @@ class AzureQueue:
             self._client.delete_queue()
 
     def send(self, content: str, *, visibility_timeout: int = 0) -> None:
-        check_message_size(content)
+        queue_rules.check_message(content)
         with _too_large_as_message_error():
             self._client.send_message(
                 content,
@@ -55,7 +51,7 @@ class AzureQueue:
     def receive(
         self, max_messages: int = MAX_MESSAGES_PER_RECEIVE, visibility_timeout: int = 30
     ) -> list[QueueMessage]:
-        _check_batch_size(max_messages)
+        queue_rules.check_batch_size(max_messages)
         pager = self._client.receive_messages(
             messages_per_page=max_messages,
             max_messages=max_messages,
@@ -86,7 +82,7 @@ class AzureQueue:
         )
 
     def peek(self, max_messages: int = MAX_MESSAGES_PER_RECEIVE) -> list[QueueMessage]:
-        _check_batch_size(max_messages)
+        queue_rules.check_batch_size(max_messages)
         return [_to_port(message) for message in self._client.peek_messages(max_messages)]
 
     def approximate_count(self) -> int:
@@ -94,24 +90,6 @@ class AzureQueue:
 
     def clear(self) -> None:
         self._client.clear_messages()
-
-
-def check_message_size(content: str) -> None:
-    """Refuse a message the service would refuse, before paying for the request.
-
-    For plain-text messages the service counts the UTF-8 bytes of the (XML-unescaped) text.
-    """
-    size = len(content.encode("utf-8"))
-    if size > MAX_QUEUE_MESSAGE_BYTES:
-        raise MessageTooLargeError(
-            f"queue message of {size} bytes exceeds {MAX_QUEUE_MESSAGE_BYTES}: "
-            "store the payload as a blob and send its name"
-        )
-
-
-def _check_batch_size(max_messages: int) -> None:
-    if not 1 <= max_messages <= MAX_MESSAGES_PER_RECEIVE:
-        raise ValueError(f"max_messages must be 1..{MAX_MESSAGES_PER_RECEIVE}: {max_messages}")
 
 
 def _to_port(message: SdkQueueMessage) -> QueueMessage:

@@ -96,7 +96,8 @@ def odata_literal(value: Any) -> str:
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     if isinstance(value, datetime):
-        utc = value.astimezone(UTC) if value.tzinfo else value
+        # A naive datetime is local time, as the SDK takes it when it writes an entity.
+        utc = value.astimezone(UTC)
         return f"datetime'{utc.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}'"
     if isinstance(value, bytes):
         return f"X'{value.hex()}'"
