@@ -1,18 +1,59 @@
-"""The initiator's FastAPI application."""
+"""The initiator's FastAPI application: routes, authentication, error answers, start-up.
+
+``create_app`` refuses to build an app without an API key unless the settings say
+insecure-local. At start-up (the lifespan) it opens storage and the bus, ensures every
+resource, installs the sample pricebook if none is current and sweeps orphaned batches.
+"""
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from functools import partial
+from typing import Any
 
+import anyio.to_thread
+from fastapi import Depends, FastAPI
+
+from initiator.auth import ApiKeys, require_api_key
+from initiator.dependencies import open_services
+from initiator.errors import register_error_handlers
+from initiator.publishing import FaultHook
+from initiator.routes import batches, health, pricebook
 from shared.settings import Settings
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, fault: FaultHook | None = None) -> FastAPI:
+    """Build the app. ``fault`` is the publisher's fault-injection hook, for tests only."""
     settings = settings or Settings()
-    app = FastAPI(title="Billing initiator", version="0.1.0")
+    api_keys = ApiKeys.from_settings(settings)
 
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services = await anyio.to_thread.run_sync(partial(open_services, settings, fault=fault))
+        app.state.services = services
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(services.close)
+
+    # The OpenAPI document is served below, behind the API key like every route but /healthz.
+    app = FastAPI(
+        title="Billing initiator",
+        version="0.1.0",
+        lifespan=lifespan,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.api_keys = api_keys
+    register_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(batches.router)
+    app.include_router(pricebook.router)
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
+    def openapi_document() -> dict[str, Any]:
+        return app.openapi()
 
     return app

@@ -68,6 +68,9 @@ class BatchRecord(BaseModel):
     pricebook_version: str = Field(description="the pricebook pinned at acceptance")
     received_at: datetime
     accepted_at: datetime | None = None
+    updated_at: datetime | None = Field(
+        default=None, description="last sign of life of the intake (a crash stops it)"
+    )
     transactions: int = Field(default=0, ge=0)
     chunks: int = Field(default=0, ge=0)
     chunks_applied: int = Field(default=0, ge=0)
@@ -104,6 +107,10 @@ class BatchRecord(BaseModel):
                 id_checksum=int(totals["id_checksum"]),
             )
         return cls.model_validate(values)
+
+    def last_seen(self) -> datetime:
+        """When the initiator last touched the record: the sweeper's measure of staleness."""
+        return self.updated_at or self.received_at
 
     def elapsed_intake_seconds(self) -> float | None:
         if self.accepted_at is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import roles
+from shared.cli import batches, roles
 
 app = typer.Typer(
     name="billing",
@@ -13,6 +13,7 @@ app = typer.Typer(
     add_completion=False,
 )
 roles.register(app)
+batches.register(app)
 
 
 def main() -> None:

@@ -1,0 +1,157 @@
+"""Accepting a batch file: the story from ``POST /batches`` to the queues, top-down.
+
+:meth:`BatchAcceptance.accept` runs in a worker thread, pulling the body as it goes:
+
+1. With an ``Idempotency-Key`` that is already mapped to a live batch, the body is only
+   hashed: same bytes → the earlier batch again (200), other bytes → 409.
+2. The current pricebook is pinned to the new batch.
+3. The parser validates every line; each ``chunk_size`` valid transactions become a chunk,
+   handed to the publication (payload blob) while the control totals accumulate.
+4. Any problem → the publication is discarded (no trace) and the 4xx rejection raised.
+5. Otherwise the publication commits: idempotency mapping, ``accepting`` record, work
+   items, ``accepted`` record, trigger (order and crash safety: :mod:`initiator.publishing`).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import islice
+from typing import TypeVar
+
+from initiator.body import BlockingBody
+from initiator.idempotency import (
+    IdempotencyConflictError,
+    IdempotencyInProgressError,
+    IdempotencyKeyTakenError,
+    KeyEntry,
+    hash_key,
+)
+from initiator.intake import parse_batch
+from initiator.publishing import BatchIntent, Publication, Publisher
+from shared.batch_records import UNFINISHED_INTAKE, BatchRecord, BatchStatus, utc_now
+from shared.pricebook import Pricebook
+from shared.pricebook_store import PricebookStore
+from shared.settings import Priority, Settings
+from shared.transactions import ControlTotals, ControlTotalsBuilder
+
+T = TypeVar("T")
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BatchRequest:
+    """What the HTTP request says about the batch, besides its body."""
+
+    priority: Priority
+    content_type: str | None
+    content_encoding: str | None
+    idempotency_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    record: BatchRecord
+    replayed: bool
+    """True when an earlier request with the same Idempotency-Key created the batch."""
+
+
+def new_batch_id() -> str:
+    """Sortable by arrival and unguessable: ``20250102-030405-1a2b3c4d5e6f``."""
+    return f"{utc_now():%Y%m%d-%H%M%S}-{secrets.token_hex(6)}"
+
+
+class BatchAcceptance:
+    def __init__(
+        self, publisher: Publisher, pricebooks: PricebookStore, settings: Settings
+    ) -> None:
+        self._publisher = publisher
+        self._pricebooks = pricebooks
+        self._settings = settings
+
+    def accept(self, body: BlockingBody, request: BatchRequest) -> Outcome:
+        """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file."""
+        key_hash = hash_key(request.idempotency_key) if request.idempotency_key else None
+        if key_hash is not None:
+            replayed = self._replay(key_hash, body)
+            if replayed is not None:
+                return replayed
+        version, pricebook = self._pricebooks.current()
+        intent = BatchIntent(new_batch_id(), request.priority, version, utc_now(), key_hash)
+        publication = self._publisher.begin(intent)
+        totals = self._read(body, request, pricebook, publication)
+        try:
+            record = publication.commit(totals, body_bytes=body.bytes_read, body_sha256=body.sha256)
+        except IdempotencyKeyTakenError as taken:  # a concurrent twin won; ours was removed
+            return self._answer_for(taken.entry, body.sha256)
+        log.info(
+            "accepted batch %s: %d transactions in %d chunks (%s priority, pricebook %s)",
+            record.batch_id,
+            record.transactions,
+            record.chunks,
+            record.priority,
+            record.pricebook_version,
+        )
+        return Outcome(record, replayed=False)
+
+    def _read(
+        self,
+        body: BlockingBody,
+        request: BatchRequest,
+        pricebook: Pricebook,
+        publication: Publication,
+    ) -> ControlTotals:
+        """Steps 3-4: validate every line, store chunks, accumulate the control totals."""
+        totals = ControlTotalsBuilder()
+        reader = parse_batch(
+            body,
+            content_type=request.content_type,
+            content_encoding=request.content_encoding,
+            pricebook=pricebook,
+            max_decompressed_bytes=self._settings.max_decompressed_bytes,
+        )
+        try:
+            with reader:
+                for rows in chunks_of(reader, self._settings.chunk_size):
+                    for _, transaction in rows:
+                        totals.add(transaction.transaction_id, transaction.quantity)
+                    publication.add_chunk(rows)
+            rejection = reader.rejection()
+        except Exception:
+            publication.discard()
+            raise
+        if rejection is not None:
+            publication.discard()
+            raise rejection
+        return totals.build()
+
+    def _replay(self, key_hash: str, body: BlockingBody) -> Outcome | None:
+        """Step 1: answer from an earlier request with this key, or None to go ahead."""
+        keys, records = self._publisher.keys, self._publisher.records
+        entry = keys.find(key_hash)
+        if entry is None:
+            return None
+        stored = records.find(entry.batch_id)
+        if stored is None or stored.record.status is BatchStatus.ABANDONED:
+            keys.release(key_hash, entry.batch_id)  # its batch died: the key is free again
+            return None
+        body.drain()
+        return self._answer_for(entry, body.sha256)
+
+    def _answer_for(self, entry: KeyEntry, body_sha256: str) -> Outcome:
+        if entry.body_sha256 != body_sha256:
+            raise IdempotencyConflictError(entry.batch_id)
+        stored = self._publisher.records.find(entry.batch_id)
+        if stored is None or stored.record.status in {*UNFINISHED_INTAKE, BatchStatus.ABANDONED}:
+            raise IdempotencyInProgressError(entry.batch_id)
+        return Outcome(stored.record, replayed=True)
+
+
+def chunks_of(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """Consecutive lists of ``size`` items (the last may be shorter)."""
+    iterator = iter(items)
+    while chunk := list(islice(iterator, size)):
+        yield chunk

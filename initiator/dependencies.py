@@ -1,0 +1,67 @@
+"""What the routes need, built once at start-up and handed out by FastAPI dependencies.
+
+Start-up (:func:`open_services`) is where the initiator gets ready to take batches: storage
+and the trigger bus are opened, every queue, container and table is ensured, the sample
+pricebook is installed if none is current, and orphans of a crashed intake are swept.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from fastapi import Request
+
+from initiator.acceptance import BatchAcceptance
+from initiator.publishing import FaultHook, Publisher, sweep_orphans
+from shared.batch_records import BatchRecords
+from shared.bus import open_bus
+from shared.bus.ports import TriggerBus
+from shared.pricebook import sample_pricebook
+from shared.pricebook_store import PricebookStore
+from shared.provision import ensure_resources
+from shared.settings import Settings
+from shared.storage import open_storage
+from shared.storage.ports import StorageAccount
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Services:
+    settings: Settings
+    storage: StorageAccount
+    bus: TriggerBus
+    pricebooks: PricebookStore
+    records: BatchRecords
+    acceptance: BatchAcceptance
+    publisher: Publisher = field(repr=False)
+
+    def close(self) -> None:
+        self.bus.close()
+        self.storage.close()
+
+
+def open_services(settings: Settings, *, fault: FaultHook | None = None) -> Services:
+    """Open and prepare everything the initiator uses (blocking: call from a thread)."""
+    storage = open_storage(settings)
+    bus = open_bus(settings)
+    ensure_resources(settings, storage, bus)
+    pricebooks = PricebookStore(storage.container(settings.control_container))
+    pricebooks.install_if_missing(sample_pricebook())
+    sweep_orphans(storage, settings)
+    publisher = Publisher(storage, bus, settings, fault=fault)
+    return Services(
+        settings=settings,
+        storage=storage,
+        bus=bus,
+        pricebooks=pricebooks,
+        records=publisher.records,
+        acceptance=BatchAcceptance(publisher, pricebooks, settings),
+        publisher=publisher,
+    )
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services

@@ -1,0 +1,223 @@
+"""The publisher: takes a batch from its first chunk to the trigger, in the crash-safe order.
+
+One :class:`Publication` per batch. Its methods are the steps of the package docstring;
+each step ends with a call of the fault hook (``fault(step)``), which tests use to stop the
+publisher exactly there. A hook that raises an ``Exception`` stands for a failure the
+publisher survives (it abandons the batch, then re-raises); one that raises a
+``BaseException`` stands for a crash (nothing more runs, as when the process dies).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from initiator.idempotency import IdempotencyKeys
+from initiator.publishing.cleanup import abandon
+from initiator.publishing.payloads import PayloadWriter, StoredChunk
+from initiator.publishing.trigger import announce
+from initiator.publishing.work_items import send_work_items, work_items
+from shared.batch_records import BatchRecord, BatchRecords, BatchStatus, StoredBatch, utc_now
+from shared.bus.ports import TriggerBus
+from shared.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
+from shared.settings import PRIORITIES, Priority, Settings
+from shared.storage.ports import StorageAccount
+from shared.transactions import ControlTotals
+
+FaultHook = Callable[[str], None]
+"""Called with the name of each step just completed; see :data:`STEPS`."""
+
+STEPS = (
+    "record_receiving",
+    "payloads_written",
+    "idempotency_claimed",
+    "record_accepting",
+    "work_item_sent",
+    "record_accepted",
+    "trigger_published",
+)
+#: A long upload refreshes its ``receiving`` record this often, so the sweeper (which only
+#: removes records silent for much longer) never mistakes it for an orphan.
+HEARTBEAT_SECONDS = 60.0
+
+log = logging.getLogger(__name__)
+
+
+def _no_fault(_step: str) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class BatchIntent:
+    """What is known about a batch before its body is read."""
+
+    batch_id: str
+    priority: Priority
+    pricebook_version: str
+    received_at: datetime
+    idempotency_key_hash: str | None = None
+
+
+class Publisher:
+    """Hands out a :class:`Publication` per batch; holds the storage handles they share."""
+
+    def __init__(
+        self,
+        storage: StorageAccount,
+        bus: TriggerBus,
+        settings: Settings,
+        *,
+        fault: FaultHook | None = None,
+        compresslevel: int = DEFAULT_COMPRESSLEVEL,
+    ) -> None:
+        table = storage.table(settings.batches_table)
+        self.records = BatchRecords(table)
+        self.keys = IdempotencyKeys(table)
+        self.payloads = storage.container(settings.payload_container)
+        self.work_queues = {
+            p: [storage.queue(q) for q in settings.work_queues(p)] for p in PRIORITIES
+        }
+        self.storage_account = storage.account_name
+        self.bus = bus
+        self.fault = fault or _no_fault
+        self.compresslevel = compresslevel
+
+    def begin(self, intent: BatchIntent) -> Publication:
+        return Publication(self, intent)
+
+
+class Publication:
+    """One batch on its way: :meth:`add_chunk` while parsing, then :meth:`commit` or
+    :meth:`discard`."""
+
+    def __init__(self, publisher: Publisher, intent: BatchIntent) -> None:
+        self._p = publisher
+        self._intent = intent
+        self._writer = PayloadWriter(
+            publisher.payloads, intent.batch_id, compresslevel=publisher.compresslevel
+        )
+        self._stored: StoredBatch | None = None
+        self._last_heartbeat = 0.0
+
+    def add_chunk(self, rows: Sequence[NumberedTransaction]) -> None:
+        """Step 1: a chunk's payload blob (and, before the very first, the record)."""
+        if self._stored is None:
+            self._stored = self._p.records.create(self._receiving_record())
+            self._last_heartbeat = time.monotonic()
+            self._p.fault("record_receiving")
+        elif time.monotonic() - self._last_heartbeat > HEARTBEAT_SECONDS:
+            self._touch()
+        self._writer.write(rows)
+
+    def discard(self) -> None:
+        """The batch was rejected (or the request failed): remove every trace of it."""
+        if self._stored is None:
+            self._writer.close()  # nothing was written: the record precedes the first blob
+            return
+        try:
+            self._writer.discard()
+        except Exception:
+            log.exception(
+                "could not delete the payloads of %s; the sweeper will", self._intent.batch_id
+            )
+        self._abandon()
+
+    def commit(self, totals: ControlTotals, *, body_bytes: int, body_sha256: str) -> BatchRecord:
+        """Steps 2-6 for a valid batch; returns the ``accepted`` record.
+
+        Any failure before the record is ``accepted`` abandons the batch and re-raises,
+        including :class:`~initiator.idempotency.IdempotencyKeyTakenError` when a
+        concurrent request with the same key won.
+        """
+        if self._stored is None:
+            raise RuntimeError("a batch without transactions cannot be committed")
+        fault = self._p.fault
+        try:
+            chunks = self._writer.finish()
+            fault("payloads_written")
+            self._claim_idempotency_key(body_sha256)
+            self._save(
+                status=BatchStatus.ACCEPTING,
+                transactions=totals.transactions,
+                chunks=len(chunks),
+                payload_bytes=sum(chunk.size for chunk in chunks),
+                body_bytes=body_bytes,
+                body_sha256=body_sha256,
+                control_totals=totals,
+            )
+            fault("record_accepting")
+            queue_names = self._enqueue(chunks)
+            self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
+            fault("record_accepted")
+        except Exception:
+            self._abandon()
+            raise
+        record = self._stored.record
+        self._announce(record, queue_names)
+        return record
+
+    def _claim_idempotency_key(self, body_sha256: str) -> None:
+        """Step 2: the key → batch mapping, create-only (only when a key was sent)."""
+        if self._intent.idempotency_key_hash is None:
+            return
+        self._p.keys.claim(self._intent.idempotency_key_hash, self._intent.batch_id, body_sha256)
+        self._p.fault("idempotency_claimed")
+
+    def _enqueue(self, chunks: list[StoredChunk]) -> list[str]:
+        """Step 4: one work item per chunk on the priority's partitions."""
+        intent = self._intent
+        items = work_items(intent.batch_id, intent.priority, intent.pricebook_version, chunks)
+        return send_work_items(
+            items,
+            self._p.work_queues[intent.priority],
+            after_each=lambda: self._p.fault("work_item_sent"),
+        )
+
+    def _announce(self, record: BatchRecord, queue_names: list[str]) -> None:
+        """Step 6: the trigger. A lost trigger only delays processing (the safety poll)."""
+        try:
+            announce(
+                self._p.bus, record, storage_account=self._p.storage_account, queues=queue_names
+            )
+            self._p.fault("trigger_published")
+        except Exception:
+            log.warning(
+                "trigger for accepted batch %s not published; processors will find its work "
+                "on their safety poll",
+                record.batch_id,
+                exc_info=True,
+            )
+
+    def _receiving_record(self) -> BatchRecord:
+        intent = self._intent
+        return BatchRecord(
+            batch_id=intent.batch_id,
+            status=BatchStatus.RECEIVING,
+            priority=intent.priority,
+            pricebook_version=intent.pricebook_version,
+            received_at=intent.received_at,
+            updated_at=utc_now(),
+            idempotency_key_hash=intent.idempotency_key_hash,
+        )
+
+    def _save(self, **changes: object) -> None:
+        assert self._stored is not None
+        record = self._stored.record.model_copy(update={**changes, "updated_at": utc_now()})
+        self._stored = self._p.records.save(self._stored, record)
+
+    def _touch(self) -> None:
+        self._save()
+        self._last_heartbeat = time.monotonic()
+
+    def _abandon(self) -> None:
+        """Best effort: whatever this leaves behind, the sweeper removes later."""
+        assert self._stored is not None
+        try:
+            abandon(
+                self._stored, records=self._p.records, payloads=self._p.payloads, keys=self._p.keys
+            )
+        except Exception:
+            log.exception("could not clean up batch %s; the sweeper will", self._intent.batch_id)

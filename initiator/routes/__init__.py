@@ -1,0 +1,1 @@
+"""The initiator's HTTP routes, one module per resource."""

@@ -1,0 +1,17 @@
+"""``GET /pricebook``: the pricebook new batches are pinned to now."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from initiator.auth import require_api_key
+from initiator.dependencies import Services, get_services
+from initiator.schemas import PricebookView
+
+router = APIRouter(tags=["pricebook"], dependencies=[Depends(require_api_key)])
+
+
+@router.get("/pricebook", response_model=PricebookView)
+def current_pricebook(services: Services = Depends(get_services)) -> PricebookView:
+    version, pricebook = services.pricebooks.current()
+    return PricebookView(version=version, pricebook=pricebook.canonical())

@@ -1,0 +1,91 @@
+"""The JSON bodies of the initiator's API (design §6), as pydantic models for OpenAPI."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from initiator.intake import Problem
+from shared.batch_records import BatchRecord
+from shared.settings import Priority
+from shared.transactions import ControlTotals
+
+
+class BatchAccepted(BaseModel):
+    """The answer to ``POST /batches`` (202, or 200 for an idempotent replay)."""
+
+    batch_id: str
+    transactions: int
+    chunks: int
+    priority: Priority
+    status_url: str
+
+
+class ChunkCounts(BaseModel):
+    total: int
+    applied: int
+    failed: int
+    in_flight: int
+
+
+class BatchTimings(BaseModel):
+    received_at: datetime
+    accepted_at: datetime | None
+    intake_seconds: float | None = Field(description="from the first byte to accepted")
+
+
+class BatchStatusView(BaseModel):
+    """``GET /batches/{id}``: what is known about the batch now."""
+
+    batch_id: str
+    status: str = Field(description="receiving, accepting, accepted, processing, completed, failed")
+    priority: Priority
+    transactions: int
+    chunks: ChunkCounts
+    control_totals: ControlTotals | None
+    warehouse_totals: ControlTotals | None = None
+    reconciled: bool | None = None
+    pricebook_version: str
+    payload_bytes: int
+    timings: BatchTimings
+
+    @classmethod
+    def of(cls, record: BatchRecord) -> BatchStatusView:
+        settled = record.chunks_applied + record.chunks_failed
+        return cls(
+            batch_id=record.batch_id,
+            status=record.status.value,
+            priority=record.priority,
+            transactions=record.transactions,
+            chunks=ChunkCounts(
+                total=record.chunks,
+                applied=record.chunks_applied,
+                failed=record.chunks_failed,
+                in_flight=max(record.chunks - settled, 0),
+            ),
+            control_totals=record.control_totals,
+            pricebook_version=record.pricebook_version,
+            payload_bytes=record.payload_bytes,
+            timings=BatchTimings(
+                received_at=record.received_at,
+                accepted_at=record.accepted_at,
+                intake_seconds=record.elapsed_intake_seconds(),
+            ),
+        )
+
+
+class PricebookView(BaseModel):
+    version: str
+    pricebook: dict[str, Any] = Field(description="the pricebook in canonical form")
+
+
+class ProblemDetails(BaseModel):
+    """Every 4xx of the API: a title, the status and, for a rejected batch, the problems."""
+
+    title: str
+    status: int
+    detail: str | None = None
+    problems: list[Problem] = Field(default_factory=list)
+    problems_truncated: bool = False
