@@ -1,0 +1,231 @@
+"""Blob containers: the bytes in files, the names, ETags and metadata in SQLite.
+
+Measured here (4 MiB blobs): files write four times and read twenty times faster than
+SQLite BLOB columns, which copy every byte twice (WAL, then checkpoint) and hold the write
+lock meanwhile. So each version of a blob is an immutable file with a fresh random name,
+written *before* the transaction that points the blob's row at it. A put is then atomic
+(readers see the old row or the new one, never half a file), conditional puts decide
+under the write lock without holding it while bytes are written, and the replaced file is
+unlinked after the commit. A reader that loses that race (its row pointed at the file
+just unlinked) reads the row again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from azure.core.exceptions import (
+    ResourceExistsError,
+    ResourceModifiedError,
+    ResourceNotFoundError,
+)
+
+from shared import meter
+from shared.storage.embedded.db import Database, now
+from shared.storage.embedded.names import (
+    bad_request,
+    new_etag,
+    utc_from_timestamp,
+    validate_blob_name,
+    validate_container_name,
+)
+from shared.storage.ports import Blob, BlobProperties
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS containers (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS blobs (
+    container TEXT NOT NULL,
+    name TEXT NOT NULL,
+    etag TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    last_modified REAL NOT NULL,
+    metadata TEXT NOT NULL,
+    file TEXT NOT NULL,
+    PRIMARY KEY (container, name)
+) WITHOUT ROWID;
+"""
+
+#: Azure lists blobs 5,000 to a page: one billed request each.
+LIST_PAGE_SIZE = 5000
+_COLUMNS = "name, etag, size, last_modified, metadata"
+# A reader retries when a writer replaced the file it was about to open; losing that race
+# this many times in a row means the folder was tampered with.
+_READ_ATTEMPTS = 100
+
+
+class EmbeddedBlobContainer:
+    """One container of an :class:`~shared.storage.embedded.EmbeddedStorageAccount`."""
+
+    def __init__(self, db: Database, files: Path, name: str) -> None:
+        self._db = db
+        self._files = files
+        self._name = validate_container_name(name)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def create(self) -> None:
+        meter.record("blob", "put")  # Azure: PUT ?restype=container
+        self._db.connection().execute(
+            "INSERT OR IGNORE INTO containers (name, created_at) VALUES (?, ?)",
+            (self._name, now()),
+        )
+
+    def put(
+        self,
+        blob: str,
+        data: bytes,
+        *,
+        if_match: str | None = None,
+        create_only: bool = False,
+        metadata: Mapping[str, str] | None = None,
+    ) -> BlobProperties:
+        meter.record("blob", "put")
+        validate_blob_name(blob)
+        meta = _checked_metadata(metadata or {})
+        file = self._write_file(data)
+        etag, modified = new_etag(), math.floor(now())
+        replaced: str | None = None
+        try:
+            with self._db.transaction() as conn:
+                self._require_container(conn)
+                current = conn.execute(
+                    "SELECT etag, file FROM blobs WHERE container = ? AND name = ?",
+                    (self._name, blob),
+                ).fetchone()
+                _check_put_conditions(blob, current, if_match, create_only)
+                conn.execute(
+                    "INSERT OR REPLACE INTO blobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (self._name, blob, etag, len(data), modified, json.dumps(meta), file),
+                )
+                replaced = None if current is None else current[1]
+        except BaseException:
+            (self._files / file).unlink(missing_ok=True)
+            raise
+        if replaced is not None:
+            (self._files / replaced).unlink(missing_ok=True)
+        return BlobProperties(blob, etag, len(data), utc_from_timestamp(modified), meta)
+
+    def get(self, blob: str) -> Blob:
+        meter.record("blob", "get")
+        for _ in range(_READ_ATTEMPTS):
+            row = self._row(blob, extra=", file")
+            try:
+                data = (self._files / row[-1]).read_bytes()
+            except FileNotFoundError:
+                continue  # replaced or deleted between the row and the read: read again
+            return Blob(data, _properties(row[:-1]))
+        raise ResourceNotFoundError(f"blob {blob!r}: its file keeps vanishing under the reader")
+
+    def head(self, blob: str) -> BlobProperties:
+        meter.record("blob", "head")
+        return _properties(self._row(blob))
+
+    def list(self, prefix: str = "") -> Iterator[BlobProperties]:
+        """Blobs whose names start with ``prefix``, sorted by name, read a page at a time."""
+        conn = self._db.connection()
+        after, inclusive = prefix, True
+        upper = _prefix_upper_bound(prefix)
+        below = "" if upper is None else "AND name < :upper"
+        while True:
+            meter.record("blob", "list")
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM blobs WHERE container = :container "
+                f"AND name {'>=' if inclusive else '>'} :after {below} ORDER BY name LIMIT :n",
+                {"container": self._name, "after": after, "upper": upper, "n": LIST_PAGE_SIZE},
+            ).fetchall()
+            if not rows and inclusive:
+                self._require_container(conn)
+            yield from (_properties(row) for row in rows)
+            if len(rows) < LIST_PAGE_SIZE:
+                return
+            after, inclusive = rows[-1][0], False
+
+    def delete(self, blob: str, *, if_match: str | None = None) -> None:
+        meter.record("blob", "delete")
+        with self._db.transaction() as conn:
+            current = conn.execute(
+                "SELECT etag, file FROM blobs WHERE container = ? AND name = ?",
+                (self._name, blob),
+            ).fetchone()
+            _check_if_match(blob, current, if_match)
+            if current is None:
+                return
+            conn.execute("DELETE FROM blobs WHERE container = ? AND name = ?", (self._name, blob))
+        (self._files / current[1]).unlink(missing_ok=True)
+
+    def _row(self, blob: str, extra: str = "") -> tuple[Any, ...]:
+        conn = self._db.connection()
+        row = conn.execute(
+            f"SELECT {_COLUMNS}{extra} FROM blobs WHERE container = ? AND name = ?",
+            (self._name, blob),
+        ).fetchone()
+        if row is None:
+            self._require_container(conn)
+            raise ResourceNotFoundError(
+                f"BlobNotFound: blob {blob!r} does not exist in container {self._name!r}"
+            )
+        return tuple(row)
+
+    def _write_file(self, data: bytes) -> str:
+        file = secrets.token_hex(16)
+        with open(self._files / file, "xb") as out:
+            out.write(data)
+        return file
+
+    def _require_container(self, conn: sqlite3.Connection) -> None:
+        found = conn.execute("SELECT 1 FROM containers WHERE name = ?", (self._name,)).fetchone()
+        if found is None:
+            raise ResourceNotFoundError(
+                f"ContainerNotFound: the container {self._name!r} does not exist"
+            )
+
+
+def _check_put_conditions(
+    blob: str, current: tuple[str, str] | None, if_match: str | None, create_only: bool
+) -> None:
+    if create_only and current is not None:
+        raise ResourceExistsError(f"BlobAlreadyExists: blob {blob!r} already exists")
+    _check_if_match(blob, current, if_match)
+
+
+def _check_if_match(blob: str, current: tuple[str, str] | None, if_match: str | None) -> None:
+    # If-Match on a blob that does not exist fails too (412), as HTTP and Azure say.
+    if if_match is not None and (current is None or if_match not in ("*", current[0])):
+        raise ResourceModifiedError(f"ConditionNotMet: blob {blob!r} has changed or is gone")
+
+
+def _checked_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """Azure's rule: names are C# identifiers, names and values are ASCII."""
+    for key, value in metadata.items():
+        if not (key.isidentifier() and key.isascii() and value.isascii()):
+            raise bad_request("InvalidMetadata", f"invalid metadata {key!r}: {value!r}")
+    return dict(metadata)
+
+
+def _properties(row: tuple[Any, ...]) -> BlobProperties:
+    name, etag, size, modified, metadata = row
+    return BlobProperties(name, etag, size, utc_from_timestamp(modified), json.loads(metadata))
+
+
+def _prefix_upper_bound(prefix: str) -> str | None:
+    """The smallest string above every string starting with ``prefix`` (None: no bound).
+
+    SQLite compares TEXT as UTF-8 bytes, which orders like code points, so bumping the last
+    code point (skipping the surrogates, which UTF-8 cannot hold) gives the bound.
+    """
+    while prefix:
+        last = ord(prefix[-1]) + 1
+        if last == 0xD800:
+            last = 0xE000
+        if last <= 0x10FFFF:
+            return prefix[:-1] + chr(last)
+        prefix = prefix[:-1]
+    return None
