@@ -114,6 +114,8 @@ class QueueListener:
     # --- public --------------------------------------------------------------------------
     def start(self, threads: int | None = None) -> None:
         """Start listening: ``threads`` dequeue threads, or as many as the depth deserves."""
+        if threads == 0 and not self.trigger_available:
+            raise ValueError("without a push trigger at least one dequeue thread must run")
         with self._lock:
             if self._started:
                 raise RuntimeError(f"{self.name} was already started")
@@ -123,10 +125,12 @@ class QueueListener:
             self._safety_poll.start()
         if threads is None:
             self.on_work_detected()
-        else:
-            with self._lock:
-                for _ in range(min(threads, self.config.max_threads)):
-                    self._spawn()
+            return
+        with self._lock:
+            for _ in range(min(threads, self.config.max_threads)):
+                self._spawn()
+            if threads == 0:
+                self.state.set_safety_poll_only(True)
 
     def on_work_detected(self) -> int:
         """Work may have arrived: scale the dequeue threads to the depth; returns how many

@@ -65,8 +65,8 @@ class PriorityPlanner:
             now = self._clock()
             empty_until = dict(self._empty_until)
         order: list[QueueSource] = []
-        for level in self._level_order(number):
-            start = number % len(level)
+        for level, turn in self._level_order(number):
+            start = turn % len(level)
             for source in level[start:] + level[:start]:
                 if empty_until.get(source.name, 0.0) <= now:
                     order.append(source)
@@ -83,10 +83,22 @@ class PriorityPlanner:
         with self._lock:
             self._empty_until.clear()
 
-    def _level_order(self, number: int) -> list[list[QueueSource]]:
-        if len(self._levels) == 1 or number % self._share_every:
-            return self._levels
+    def _level_order(self, number: int) -> list[tuple[list[QueueSource], int]]:
+        """The levels in this round's order, each with its partition-rotation turn.
+
+        Regular and share rounds rotate on their own counters, so that share rounds (every
+        Nth) do not always land on the same partition, nor skip one in the regular rotation.
+        """
+        if len(self._levels) == 1:
+            return [(self._levels[0], number)]
+        share_round, offset = divmod(number, self._share_every)
+        if offset:
+            regular_turn = number - share_round
+            return [(level, regular_turn) for level in self._levels]
         lower = self._levels[1:]
-        share_round = number // self._share_every  # 1, 2, 3, …
         favoured = lower[-1 - (share_round - 1) % len(lower)]
-        return [favoured, *(level for level in self._levels if level is not favoured)]
+        favoured_turn = (share_round - 1) // len(lower)
+        regular_turn = number - share_round
+        return [(favoured, favoured_turn)] + [
+            (level, regular_turn) for level in self._levels if level is not favoured
+        ]

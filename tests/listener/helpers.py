@@ -8,6 +8,7 @@ from typing import Any
 
 from shared.listener import ListenerConfig, QueueListener, QueueSource
 from shared.settings import Priority, poison_queue
+from shared.storage.ports import Queue
 from tests.support.memory_queue import MemoryQueue, MemoryQueues
 
 #: Short times so each test takes well under a few seconds; the formulas do not care.
@@ -61,3 +62,11 @@ def memq(source: QueueSource) -> MemoryQueue:
     """The test double behind ``source``, with its call counts and helpers."""
     assert isinstance(source.queue, MemoryQueue)
     return source.queue
+
+
+def dequeue_elsewhere(queue: Queue, times: int) -> None:
+    """Receive the queue's first message ``times`` times and hand it straight back, as
+    consumers in other processes that failed on it would have (its dequeue count rises)."""
+    for _ in range(times):
+        (message,) = queue.receive(1, visibility_timeout=30)
+        queue.update_visibility(message, 0)

@@ -8,7 +8,14 @@ import pytest
 
 from shared.listener import UNKNOWN_LAST_ERROR, Lease, PoisonRecord
 from shared.storage.ports import QueueMessage
-from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq, wait_until
+from tests.listener.helpers import (
+    ListenerFactory,
+    dequeue_elsewhere,
+    fast_config,
+    make_sources,
+    memq,
+    wait_until,
+)
 from tests.support.memory_queue import MemoryQueues
 
 
@@ -17,8 +24,7 @@ def test_a_message_dequeued_too_often_elsewhere_is_poisoned(
 ) -> None:
     (source,) = make_sources(queues)
     source.queue.send('{"chunk": 7}')
-    for _ in range(3):  # three earlier attempts, in "other processes"
-        source.queue.receive(1, visibility_timeout=0)
+    dequeue_elsewhere(source.queue, 3)  # three earlier attempts, in "other processes"
     handled: list[str] = []
     poisoned: list[tuple[QueueMessage, str, str]] = []
     listener = listener_factory(
@@ -73,7 +79,7 @@ def test_a_failing_on_poison_leaves_the_message_in_the_work_queue(
 ) -> None:
     (source,) = make_sources(queues)
     source.queue.send("x")
-    source.queue.receive(1, visibility_timeout=0)
+    dequeue_elsewhere(source.queue, 1)
 
     def on_poison(message: QueueMessage, queue: str, error: str) -> None:
         raise ConnectionError("batch table unreachable")
@@ -95,8 +101,7 @@ def test_within_the_limit_the_handler_gets_it(
 ) -> None:
     (source,) = make_sources(queues)
     source.queue.send("ok")
-    for _ in range(dequeues - 1):
-        source.queue.receive(1, visibility_timeout=0)
+    dequeue_elsewhere(source.queue, dequeues - 1)
     listener = listener_factory([source], lambda lease: None, fast_config(max_dequeue_count=5))
     listener.start(threads=1)
     assert wait_until(lambda: listener.snapshot().handled == 1)

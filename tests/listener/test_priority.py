@@ -49,6 +49,17 @@ def test_minimum_share_bound_holds_with_the_defaults(queues: MemoryQueues) -> No
     assert firsts["high"] == 1600 * 7 // 8
 
 
+def test_share_rounds_rotate_the_partitions_of_the_favoured_priority(
+    queues: MemoryQueues,
+) -> None:
+    planner = PriorityPlanner(make_sources(queues, ("high", "low"), partitions=4), share_every=4)
+    rounds = [names(planner.next_round())[0] for _ in range(64)]
+    share_firsts = rounds[3::4]  # rounds 4, 8, 12, …
+    regular_firsts = [name for i, name in enumerate(rounds) if i % 4 != 3]
+    assert Counter(share_firsts) == {f"work-low-{p}": 4 for p in range(4)}
+    assert Counter(regular_firsts) == {f"work-high-{p}": 12 for p in range(4)}
+
+
 def test_one_priority_never_has_share_rounds(queues: MemoryQueues) -> None:
     planner = PriorityPlanner(make_sources(queues, ("normal",)), share_every=2)
     assert all(names(planner.next_round()) == ["work-normal-0"] for _ in range(6))

@@ -60,8 +60,8 @@ def test_a_released_lease_is_not_renewed_and_keeps_the_newest_receipt(
 def test_a_stale_receipt_marks_the_lease_lost(queues: MemoryQueues) -> None:
     (source,) = make_sources(queues)
     source.queue.send("x")
-    (message,) = source.queue.receive(1, visibility_timeout=0)
-    source.queue.receive(1, visibility_timeout=5)  # someone else took it: receipt changed
+    (message,) = source.queue.receive(1, visibility_timeout=30)
+    source.queue.update_visibility(message, 0)  # handed back: its receipt is now stale
     lease = Lease(message, source, held_since=0.0)
     assert not lease.renew(5, now=1.0)
     assert lease.lost

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from shared.listener import Lease
 from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq, wait_until
 from tests.support.memory_queue import MemoryQueues
@@ -135,3 +137,16 @@ def test_idle_requests_drop_to_zero_when_retired_with_a_trigger(
     print(f"queue requests: {busy} in 0.05 s with 2 threads, {idle} in 0.5 s retired")
     assert busy > 0
     assert idle == 0  # the safety poll is due only after 60 s
+
+
+def test_starting_with_no_thread_needs_a_trigger(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    sources = make_sources(queues)
+    with pytest.raises(ValueError, match="trigger"):
+        listener_factory(sources, lambda lease: None, fast_config()).start(threads=0)
+    held = listener_factory(sources, lambda lease: None, fast_config(), trigger_available=True)
+    held.start(threads=0)
+    snap = held.snapshot()
+    assert (snap.active_threads, snap.safety_poll_only) == (0, True)
+    assert queues.requests() == 1  # only the create of the fixture: no poll yet

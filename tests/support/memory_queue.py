@@ -79,6 +79,8 @@ class MemoryQueue:
     ) -> list[QueueMessage]:
         if not 1 <= max_messages <= MAX_MESSAGES_PER_RECEIVE:
             raise ValueError("max_messages must be 1..32")
+        if visibility_timeout < 1:
+            raise ValueError("a receive hides messages for at least 1 s (Azure's minimum)")
         with self._lock:
             self._count("receive")
             now = time.monotonic()
@@ -96,6 +98,8 @@ class MemoryQueue:
             del self._messages[message.id]
 
     def update_visibility(self, message: QueueMessage, visibility_timeout: int) -> QueueMessage:
+        if visibility_timeout < 0:
+            raise ValueError("visibility_timeout must be >= 0")
         with self._lock:
             self._count("update")
             stored = self._current(message)
