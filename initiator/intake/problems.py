@@ -84,8 +84,8 @@ class ProblemCollector:
     """Keeps the first ``limit`` problems by line number, whatever order they arrive in.
 
     Problems do not arrive strictly in line order: UTF-8 is checked a block ahead of the
-    parser, and the duplicate detector may confirm a duplicate only when it flushes a batch
-    of ids. So the collector keeps a sorted list, drops the latest line when over the limit,
+    parser, and once the duplicate detector has spilled to disk it finds duplicates only at
+    the end. So the collector keeps a sorted list, drops the latest line when over the limit,
     and tells the parser when scanning further cannot change the answer (``is_settled``).
     """
 
@@ -127,6 +127,10 @@ class ProblemCollector:
         """Record a problem after which nothing further can be read, and stop the scan."""
         self.add(line, field, reason, status)
         raise StopScanning(reason)
+
+    @property
+    def limit(self) -> int:
+        return self._limit
 
     def is_settled(self, checked_through: int) -> bool:
         """True when the list is full and every line up to ``checked_through`` was checked.

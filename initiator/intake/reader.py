@@ -151,7 +151,11 @@ class BatchReader:
                 if problems.is_settled(checked_through):
                     problems.truncated = True
                     return
-        self._validator.report_duplicates(duplicates.flush())
+        known = duplicates.duplicates_found
+        late = duplicates.finish(limit=problems.limit)
+        self._validator.report_duplicates(late)
+        if duplicates.duplicates_found - known > len(late):
+            problems.truncated = True
 
 
 def parse_batch(
