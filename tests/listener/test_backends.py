@@ -137,7 +137,7 @@ def test_work_detection_scales_up_quickly(
     listener = listener_factory(
         sources,
         lambda lease: release.wait(5),
-        fast_config(scaling_rule="0:1,8:2,24:4"),
+        fast_config(scaling_rule="0:1,8:2,24:4", safety_poll_seconds=60),
         trigger_available=True,
     )
     listener.start(threads=0)

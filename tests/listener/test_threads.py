@@ -26,7 +26,7 @@ def test_work_detection_scales_to_the_rule_quickly(
     listener = listener_factory(
         sources,
         lambda lease: release.wait(5),
-        fast_config(scaling_rule="0:1,64:2,512:4", max_threads=8),
+        fast_config(scaling_rule="0:1,64:2,512:4", max_threads=8, safety_poll_seconds=60),
         trigger_available=True,
     )
     listener.start()
