@@ -36,6 +36,8 @@ class DequeueContext:
     renewer: LeaseRenewer
     state: ListenerState
     stopping: threading.Event
+    #: cleared while the listener is paused (the release gate): wait before receiving
+    running: threading.Event
     batch_size: int
     visibility_timeout: int
     handler_parallelism: int
@@ -54,6 +56,9 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
     failures = 0
     try:
         while not ctx.stopping.is_set():
+            if not ctx.running.is_set():
+                ctx.running.wait()  # paused; stop() sets it too, so a stop is never missed
+                continue
             try:
                 leases = _receive_round(ctx)
             except Exception:

@@ -5,6 +5,7 @@
                              on_poison=mark_chunk_failed)
     listener.start()                 # depth → scaling rule → that many dequeue threads
     subscription → listener.on_work_detected()   # on every trigger event
+    listener.pause() / .resume()     # the release gate: no new receives while paused
     listener.stop(timeout)           # graceful
 
 Threads come and go with the work:
@@ -64,6 +65,9 @@ class QueueListener:
         errors = ErrorMemory()  # handler errors, read back when a message is poisoned
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        # Cleared while paused (the release gate, seed 002); dequeue threads wait on it.
+        self._running = threading.Event()
+        self._running.set()
         self._started = False
         self._threads: list[threading.Thread] = []
         self._thread_number = 0
@@ -100,6 +104,7 @@ class QueueListener:
             renewer=self._renewer,
             state=self.state,
             stopping=self._stopping,
+            running=self._running,
             batch_size=self.config.batch_size,
             visibility_timeout=self.config.visibility_timeout,
             handler_parallelism=self.config.handler_parallelism,
@@ -135,10 +140,29 @@ class QueueListener:
     def on_work_detected(self) -> int:
         """Work may have arrived: scale the dequeue threads to the depth; returns how many
         threads were started. Safe to call from any thread, as often as triggers come."""
-        if not self._started or self._stopping.is_set():
+        if not self._started or self._stopping.is_set() or not self._running.is_set():
             return 0
         self._planner.forget_empty()
         return self._scale_to(self._query_depth())
+
+    def pause(self) -> None:
+        """Take no new messages until :meth:`resume`: each dequeue thread finishes the messages
+        it holds, then waits (no storage requests). The safety poll pauses too."""
+        if self._running.is_set():
+            self._running.clear()
+            log.info("%s paused", self.name)
+
+    def resume(self) -> None:
+        """Take messages again, scaling to the depth at once; a no-op unless paused."""
+        if self._running.is_set():
+            return
+        self._running.set()
+        log.info("%s resumed", self.name)
+        self.on_work_detected()
+
+    @property
+    def paused(self) -> bool:
+        return not self._running.is_set()
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop receiving and wait up to ``timeout`` seconds (default: the visibility
@@ -149,6 +173,7 @@ class QueueListener:
         never finish their messages reappear for another instance.
         """
         self._stopping.set()
+        self._running.set()  # paused threads wake up and see the stop
         wait = self.config.visibility_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
         with self._lock:
@@ -236,8 +261,8 @@ class QueueListener:
     def _safety_poll_main(self) -> None:
         """While no dequeue thread runs, look at the queues' depth now and then."""
         while not self._stopping.wait(self.config.safety_poll_seconds):
-            if self.state.active_threads:
-                continue  # the dequeue threads are watching: no request needed
+            if self.state.active_threads or not self._running.is_set():
+                continue  # threads are watching, or the gate holds us: no request needed
             depth = self._query_depth()
             if depth:
                 log.info("%s: safety poll found %d messages", self.name, depth)
