@@ -80,7 +80,7 @@ class Database:
             isolation_level=None,
             check_same_thread=False,
         )
-        conn.execute("PRAGMA journal_mode=WAL")
+        _switch_to_wal(conn)
         conn.execute("PRAGMA synchronous=NORMAL")
         with self._lock:
             if not self._schema_ready:
@@ -88,6 +88,26 @@ class Database:
                 self._schema_ready = True
             self._connections.append(conn)
         return conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode (a setting stored in the file, so once is enough).
+
+    The switch needs a moment alone with the file, and SQLite reports "database is locked"
+    at once, without its busy handler, when processes open a fresh folder together: retry.
+    """
+    deadline, mode = time.monotonic() + BUSY_TIMEOUT_SECONDS, "unknown"
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if str(mode).lower() == "wal":
+                return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        if time.monotonic() > deadline:
+            raise sqlite3.OperationalError(f"could not switch to WAL mode: still {mode}")
+        time.sleep(0.01)
 
 
 def now() -> float:
