@@ -9,9 +9,13 @@ included), the embedded backend once per operation. Counts are per process; the 
 
 from __future__ import annotations
 
+import atexit
+import json
+import os
 import threading
 from collections import Counter
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -89,3 +93,29 @@ class MeterPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
     def on_request(self, request: PipelineRequest[Any]) -> None:
         http = request.http_request
         record(self._service, classify(self._service, http.method, http.url))
+
+
+#: When set, each process writes its counts there as it exits (``billing demo`` sums them).
+EXPORT_DIR_ENV = "BILLING_METER_EXPORT_DIR"
+
+
+def export_at_exit() -> None:
+    """Write this process's counts to ``$BILLING_METER_EXPORT_DIR/<pid>.json`` at exit."""
+    folder = os.environ.get(EXPORT_DIR_ENV)
+    if not folder:
+        return
+
+    def write() -> None:
+        path = Path(folder) / f"{os.getpid()}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(snapshot()), encoding="utf-8")
+
+    atexit.register(write)
+
+
+def collect_exports(folder: Path) -> dict[str, int]:
+    """The sum of every process's exported counts in ``folder``."""
+    merged: Counter[str] = Counter()
+    for path in folder.glob("*.json"):
+        merged.update(json.loads(path.read_text(encoding="utf-8")))
+    return dict(merged)

@@ -1,9 +1,11 @@
-"""Logging (and Azure Monitor when configured), set up in one place for every role."""
+"""Observability set up in one place for every role: logs, Azure Monitor, the meter export."""
 
 from __future__ import annotations
 
 import logging
 import os
+
+from shared import meter
 
 NOISY_LOGGERS = ("azure", "uamqp", "urllib3", "httpx", "uvicorn.access")
 
@@ -12,7 +14,10 @@ def configure_logging(level: str = "INFO") -> None:
     """Readable logs on stderr; Azure Monitor too when its connection string is set.
 
     The Azure SDKs log every HTTP request at INFO, which would bury ours: turn them down.
+    Also arranges for the storage-request meter to be exported at exit when asked to
+    (``BILLING_METER_EXPORT_DIR``; ``billing demo`` sums what its processes used).
     """
+    meter.export_at_exit()
     level = os.environ.get("BILLING_LOG_LEVEL", level).upper()
     logging.basicConfig(
         level=level,

@@ -1,0 +1,5 @@
+"""``python -m shared.cli``: the ``billing`` command without its console script."""
+
+from shared.cli.app import main
+
+main()
