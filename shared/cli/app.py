@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import batches, roles
+from shared.cli import batches, demo, operate, roles
 
 app = typer.Typer(
     name="billing",
@@ -14,6 +14,8 @@ app = typer.Typer(
 )
 roles.register(app)
 batches.register(app)
+operate.register(app)
+demo.register(app)
 
 
 def main() -> None:

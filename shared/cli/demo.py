@@ -1,0 +1,80 @@
+"""``billing demo``: the whole pipeline locally, with a report worth reading."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from shared import meter
+from shared.demo.scenario import Backend, DemoResult, run_demo
+
+console = Console()
+
+
+def demo(
+    transactions: int = typer.Option(100_000, min=1, help="Transactions in the demo batch."),
+    processes: int = typer.Option(
+        os.cpu_count() or 1, min=1, help="Processor processes (default: one per core)."
+    ),
+    backend: str = typer.Option("embedded", help="embedded (no server) or azurite (needs Node)."),
+    keep: Path | None = typer.Option(
+        None, help="Keep data and role logs in this folder instead of a temporary one."
+    ),
+) -> None:
+    """Run initiator, processors and controller as processes and push one batch through."""
+    if backend not in ("embedded", "azurite"):
+        raise typer.BadParameter("use embedded or azurite", param_hint="--backend")
+    chosen: Backend = "embedded" if backend == "embedded" else "azurite"
+    console.print(
+        f"[bold]billing demo[/]: {transactions:,} transactions, {processes} processor "
+        f"process(es), {chosen} backend"
+    )
+    with console.status("running the pipeline…"):
+        result = run_demo(transactions=transactions, processes=processes, backend=chosen, keep=keep)
+    _report(result)
+    if not result.reconciled:
+        raise typer.Exit(1)
+
+
+def _report(result: DemoResult) -> None:
+    status = result.status
+    console.print(f"batch [cyan]{result.batch_id}[/] is [bold]{status['status']}[/]")
+    totals = Table(title="Reconciliation: intake control totals vs the warehouse")
+    totals.add_column("figure")
+    totals.add_column("control", justify="right")
+    totals.add_column("warehouse", justify="right")
+    control = status.get("control_totals") or {}
+    warehouse = status.get("warehouse_totals") or {}
+    for name in ("transactions", "quantity", "id_checksum"):
+        totals.add_row(name, str(control.get(name)), str(warehouse.get(name)))
+    console.print(totals)
+    verdict = "[green]reconciled[/]" if result.reconciled else "[red]NOT reconciled[/]"
+    console.print(f"result: {verdict}")
+
+    top = sorted(result.invoices, key=lambda invoice: invoice["total"], reverse=True)[:5]
+    invoices = Table(title=f"Top invoices (of {len(result.invoices)})")
+    for column in ("customer_id", "lines", "net", "tax", "total"):
+        invoices.add_column(column, justify="left" if column == "customer_id" else "right")
+    for invoice in top:
+        invoices.add_row(
+            invoice["customer_id"],
+            f"{invoice['lines']:,}",
+            *(f"{invoice[k] / 100:,.2f}" for k in ("net", "tax", "total")),
+        )
+    console.print(invoices)
+
+    requests = result.storage_requests
+    per_thousand = meter.total(requests) * 1000 / result.transactions
+    console.print(
+        f"end to end: {result.seconds:.1f} s, [bold]{result.throughput:,.0f}[/] transactions/s; "
+        f"storage requests: {meter.total(requests):,} ({per_thousand:.1f} per 1,000 transactions)"
+    )
+    console.print("  " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(requests.items())))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(demo)

@@ -1,0 +1,1 @@
+"""``billing demo``: the whole pipeline on one machine, as separate processes."""
