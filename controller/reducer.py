@@ -1,0 +1,221 @@
+"""The reduce step: apply one rated chunk to the warehouse, exactly once (design §7).
+
+A chunk's result may arrive twice (a redelivered message, a controller that crashed between
+the commit and the message delete, two controllers that took the same message after a
+visibility timeout). The effect must land once. One database transaction therefore does all
+of it:
+
+1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``),
+2. bulk-insert the chunk's charges with their order ids,
+3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
+
+The mark goes first: a second controller applying the same chunk at the same moment blocks
+on that key (PostgreSQL) or on the write lock (SQLite), and when the first commits, its own
+insert fails with ``IntegrityError`` and its whole transaction rolls back. That failure
+means "already applied", not an error; the caller deletes the message either way.
+
+Order ids are reserved *before* the transaction: a reservation may cost a storage round
+trip, and holding database locks across it would stall every other writer. If the process
+dies after reserving, those ids are simply never used (seed 002 accepts gaps, never
+duplicates).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from sqlalchemy import Connection, Engine, Insert, Table, exists, insert, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+
+from controller.warehouse.models import AppliedChunk, Charge, Invoice
+
+log = logging.getLogger(__name__)
+
+#: The invoice figures a chunk adds to (every one is a plain sum).
+INVOICE_SUMS = ("lines", "quantity", "gross", "discount", "net", "tax", "total")
+
+
+class RatedChargeLike(Protocol):
+    """What the reducer reads of a rated transaction (``processor.rating.RatedCharge``)."""
+
+    @property
+    def transaction_id(self) -> str: ...
+    @property
+    def customer_id(self) -> str: ...
+    @property
+    def sku(self) -> str: ...
+    @property
+    def region(self) -> str: ...
+    @property
+    def quantity(self) -> int: ...
+    @property
+    def occurred_at(self) -> datetime: ...
+    @property
+    def unit_price(self) -> int: ...
+    @property
+    def gross(self) -> int: ...
+    @property
+    def discount(self) -> int: ...
+    @property
+    def net(self) -> int: ...
+    @property
+    def tax(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+
+
+class CustomerSubtotalLike(Protocol):
+    """One customer's sums within a chunk (``processor.rating.CustomerSubtotal``)."""
+
+    @property
+    def customer_id(self) -> str: ...
+    @property
+    def lines(self) -> int: ...
+    @property
+    def quantity(self) -> int: ...
+    @property
+    def gross(self) -> int: ...
+    @property
+    def discount(self) -> int: ...
+    @property
+    def net(self) -> int: ...
+    @property
+    def tax(self) -> int: ...
+    @property
+    def total(self) -> int: ...
+
+
+class IdSource(Protocol):
+    """Where order ids come from (``shared.ids.OrderIdAllocator``)."""
+
+    def take(self, count: int) -> Sequence[int]: ...
+
+
+def apply_chunk(
+    engine: Engine,
+    *,
+    batch_id: str,
+    chunk: int,
+    charges: Sequence[RatedChargeLike],
+    subtotals: Iterable[CustomerSubtotalLike],
+    currency: str,
+    allocator: IdSource,
+    processor: str,
+) -> bool:
+    """Apply one chunk's result; ``True`` if this call applied it, ``False`` if it already was.
+
+    Either way, once this returns, the chunk is in the warehouse exactly once and the
+    result message may be deleted. The batch's ``batches`` row must exist (foreign key).
+    ``subtotals`` holds one entry per customer of the chunk, summing its ``charges``.
+    """
+    if is_applied(engine, batch_id, chunk):
+        return False  # the common redelivery: no ids spent, no write lock taken
+    order_ids = allocator.take(len(charges))
+    try:
+        with engine.begin() as connection:
+            connection.execute(
+                insert(AppliedChunk).values(
+                    batch_id=batch_id,
+                    chunk=chunk,
+                    applied_at=datetime.now(UTC),
+                    transactions=len(charges),
+                    processor=processor,
+                )
+            )
+            _insert_charges(connection, batch_id, chunk, charges, order_ids, currency)
+            _add_to_invoices(connection, batch_id, subtotals, currency)
+    except IntegrityError:
+        # Lost the race to another controller (the mark's key), or something else is
+        # wrong (a missing batches row, a transaction id applied from another chunk):
+        # only the first is "already applied".
+        if is_applied(engine, batch_id, chunk):
+            log.info("chunk %s/%d was applied concurrently by another controller", batch_id, chunk)
+            return False
+        raise
+    return True
+
+
+def is_applied(engine: Engine, batch_id: str, chunk: int) -> bool:
+    """Whether the chunk's mark is in the warehouse (committed)."""
+    query = select(exists().where(AppliedChunk.batch_id == batch_id, AppliedChunk.chunk == chunk))
+    with engine.connect() as connection:
+        return bool(connection.scalar(query))
+
+
+def _insert_charges(
+    connection: Connection,
+    batch_id: str,
+    chunk: int,
+    charges: Sequence[RatedChargeLike],
+    order_ids: Sequence[int],
+    currency: str,
+) -> None:
+    if not charges:
+        return
+    if len(order_ids) != len(charges):
+        raise ValueError(f"{len(order_ids)} order ids for {len(charges)} charges")
+    rows = [
+        {
+            "order_id": order_id,
+            "batch_id": batch_id,
+            "chunk": chunk,
+            "transaction_id": charge.transaction_id,
+            "customer_id": charge.customer_id,
+            "sku": charge.sku,
+            "region": charge.region,
+            "quantity": charge.quantity,
+            "occurred_at": charge.occurred_at,
+            "currency": currency,
+            "unit_price": charge.unit_price,
+            "gross": charge.gross,
+            "discount": charge.discount,
+            "net": charge.net,
+            "tax": charge.tax,
+            "total": charge.total,
+        }
+        for order_id, charge in zip(order_ids, charges, strict=True)
+    ]
+    # A list of parameter sets is one executemany: sqlite3 loops over it in C inside the
+    # process, psycopg 3 pipelines it (no round trip per row) — never a Python loop here.
+    connection.execute(insert(Charge), rows)
+
+
+def _add_to_invoices(
+    connection: Connection,
+    batch_id: str,
+    subtotals: Iterable[CustomerSubtotalLike],
+    currency: str,
+) -> None:
+    rows: list[dict[str, Any]] = [
+        {
+            "batch_id": batch_id,
+            "customer_id": subtotal.customer_id,
+            "currency": currency,
+            **{name: getattr(subtotal, name) for name in INVOICE_SUMS},
+        }
+        # Sorted: concurrent chunks of one batch then lock the invoice rows they share
+        # in the same order, so two PostgreSQL transactions cannot deadlock on them.
+        for subtotal in sorted(subtotals, key=lambda subtotal: subtotal.customer_id)
+    ]
+    if rows:
+        connection.execute(_invoice_upsert(connection.dialect.name), rows)
+
+
+def _invoice_upsert(dialect: str) -> Insert:
+    """``INSERT … ON CONFLICT (batch_id, customer_id) DO UPDATE SET x = invoices.x + new.x``."""
+    table = Invoice.__table__
+    assert isinstance(table, Table)
+    if dialect == "postgresql":
+        statement: postgresql.Insert | sqlite.Insert = postgresql.insert(table)
+    elif dialect == "sqlite":
+        statement = sqlite.insert(table)
+    else:
+        raise NotImplementedError(f"the warehouse supports SQLite and PostgreSQL, not {dialect}")
+    return statement.on_conflict_do_update(
+        index_elements=[table.c.batch_id, table.c.customer_id],
+        set_={name: table.c[name] + statement.excluded[name] for name in INVOICE_SUMS},
+    )

@@ -1,0 +1,148 @@
+"""Alembic migrations, the engine factory and the two custom column types."""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from datetime import UTC, datetime, timedelta, timezone
+from multiprocessing.synchronize import Barrier as BarrierType
+from pathlib import Path
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+from sqlalchemy import Engine, inspect, select, update
+from sqlalchemy.exc import StatementError
+
+from controller.warehouse import Base, Batch, make_engine, upgrade
+from controller.warehouse.migrate import alembic_config, current_revision, head_revision
+from tests.warehouse.conftest import add_batch
+
+TABLES = {"batches", "charges", "invoices", "applied_chunks"}
+
+
+def table_names(url: str) -> set[str]:
+    engine = make_engine(url)
+    try:
+        return set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+
+
+def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> None:
+    assert current_revision(warehouse_url) is None
+
+    upgrade(warehouse_url)
+    upgrade(warehouse_url)  # at controller start, every time
+
+    assert current_revision(warehouse_url) == head_revision() == "0001"
+    assert table_names(warehouse_url) == TABLES | {"alembic_version"}
+
+
+def test_the_migrations_build_exactly_what_the_models_describe(engine: Engine) -> None:
+    with engine.connect() as connection:
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
+        differences = compare_metadata(context, Base.metadata)
+
+    assert differences == []
+
+
+def _start_controller(url: str, start: BarrierType) -> None:
+    start.wait(timeout=60)  # all imports done: now upgrade at the same moment
+    upgrade(url)
+
+
+def test_controllers_starting_together_all_upgrade_cleanly(warehouse_url: str) -> None:
+    # Separate processes, as separate controllers would be: each migrates on its own
+    # connection, and the database (advisory lock / BEGIN IMMEDIATE) keeps them apart.
+    spawn = multiprocessing.get_context("spawn")
+    start = spawn.Barrier(3)
+    controllers = [
+        spawn.Process(target=_start_controller, args=(warehouse_url, start)) for _ in range(3)
+    ]
+    for controller in controllers:
+        controller.start()
+    for controller in controllers:
+        controller.join(timeout=120)
+
+    assert [controller.exitcode for controller in controllers] == [0, 0, 0]
+    assert current_revision(warehouse_url) == "0001"
+    assert table_names(warehouse_url) == TABLES | {"alembic_version"}
+
+
+def test_threads_of_one_process_may_call_upgrade_together(warehouse_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def start_controller() -> None:
+        try:
+            upgrade(warehouse_url)
+        except BaseException as error:  # collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=start_controller) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert current_revision(warehouse_url) == "0001"
+
+
+def test_downgrade_to_nothing_and_back(warehouse_url: str) -> None:
+    upgrade(warehouse_url)
+
+    command.downgrade(alembic_config(warehouse_url), "base")  # env.py's own-engine path
+    assert table_names(warehouse_url) == {"alembic_version"}
+    assert current_revision(warehouse_url) is None
+
+    upgrade(warehouse_url)
+    assert table_names(warehouse_url) >= TABLES
+
+
+def test_sqlite_connections_get_wal_busy_timeout_and_foreign_keys(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/new/folder/warehouse.sqlite3"
+    engine = make_engine(url)  # the folder does not exist yet: a first run
+    try:
+        with engine.connect() as connection:
+            pragma = connection.exec_driver_sql
+            assert pragma("PRAGMA journal_mode").scalar() == "wal"
+            assert pragma("PRAGMA foreign_keys").scalar() == 1
+            assert pragma("PRAGMA busy_timeout").scalar() == 30_000
+            assert pragma("PRAGMA synchronous").scalar() == 2  # FULL
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize("checksum", [0, 1, 2**63 - 1, 2**63, 2**64 - 1])
+def test_id_checksums_keep_all_64_unsigned_bits(engine: Engine, checksum: int) -> None:
+    add_batch(engine, "b1")
+    with engine.begin() as connection:
+        connection.execute(
+            update(Batch).values(control_id_checksum=checksum, warehouse_id_checksum=checksum)
+        )
+        stored = connection.execute(
+            select(Batch.control_id_checksum, Batch.warehouse_id_checksum)
+        ).one()
+
+    assert tuple(stored) == (checksum, checksum)
+
+
+def test_out_of_range_checksums_are_refused(engine: Engine) -> None:
+    add_batch(engine, "b1")
+    with pytest.raises(StatementError, match="unsigned 64-bit"), engine.begin() as connection:
+        connection.execute(update(Batch).values(control_id_checksum=2**64))
+
+
+def test_timestamps_come_back_in_utc_whatever_offset_went_in(engine: Engine) -> None:
+    accepted = datetime(2025, 3, 30, 1, 30, tzinfo=timezone(timedelta(hours=2)))
+    add_batch(engine, "b1")
+    with engine.begin() as connection:
+        connection.execute(update(Batch).values(accepted_at=accepted))
+        stored = connection.execute(select(Batch.accepted_at)).scalar_one()
+
+    assert stored == accepted
+    assert stored.tzinfo is not None
+    assert stored.utcoffset() == timedelta(0)
+    assert stored == datetime(2025, 3, 29, 23, 30, tzinfo=UTC)

@@ -1,0 +1,292 @@
+"""The exactly-once apply of a chunk's result (controller.reducer), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from controller.reducer import INVOICE_SUMS, IdSource, apply_chunk, is_applied
+from controller.warehouse import AppliedChunk, Charge, Invoice
+from tests.warehouse.conftest import add_batch
+
+CUSTOMERS = ("acme", "globex", "initech")
+
+
+@dataclass(frozen=True)
+class Rated:
+    """Stands in for processor.rating.RatedCharge plus occurred_at."""
+
+    transaction_id: str
+    customer_id: str
+    sku: str
+    region: str
+    quantity: int
+    occurred_at: datetime
+    unit_price: int
+    gross: int
+    discount: int
+    net: int
+    tax: int
+    total: int
+
+
+@dataclass(frozen=True)
+class Subtotal:
+    customer_id: str
+    lines: int
+    quantity: int
+    gross: int
+    discount: int
+    net: int
+    tax: int
+    total: int
+
+
+def rated_chunk(chunk: int, size: int = 50) -> list[Rated]:
+    charges = []
+    for n in range(size):
+        quantity = 1 + (chunk * 7 + n) % 13
+        unit_price = 199 + n
+        gross = unit_price * quantity
+        discount = gross // 20 if quantity >= 10 else 0
+        net = gross - discount
+        tax = net // 5
+        charges.append(
+            Rated(
+                transaction_id=f"t{chunk}-{n}",
+                customer_id=CUSTOMERS[(chunk + n) % len(CUSTOMERS)],
+                sku=f"SKU-{n % 4}",
+                region="EU",
+                quantity=quantity,
+                occurred_at=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(minutes=n),
+                unit_price=unit_price,
+                gross=gross,
+                discount=discount,
+                net=net,
+                tax=tax,
+                total=net + tax,
+            )
+        )
+    return charges
+
+
+def subtotals_of(charges: Sequence[Rated]) -> list[Subtotal]:
+    sums: dict[str, list[int]] = defaultdict(lambda: [0] * len(INVOICE_SUMS))
+    for charge in charges:
+        figures = (1, charge.quantity, charge.gross, charge.discount, charge.net, charge.tax)
+        for i, value in enumerate((*figures, charge.total)):
+            sums[charge.customer_id][i] += value
+    return [Subtotal(customer, *values) for customer, values in sums.items()]
+
+
+class CountingIds:
+    """Order ids from a plain counter (the allocator has its own tests)."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+        self._lock = threading.Lock()
+        self.taken = 0
+
+    def take(self, count: int) -> list[int]:
+        with self._lock:
+            self.taken += count
+            return [next(self._next) for _ in range(count)]
+
+
+def apply(engine: Engine, chunk: int, ids: IdSource, batch_id: str = "b1") -> bool:
+    charges = rated_chunk(chunk)
+    return apply_chunk(
+        engine,
+        batch_id=batch_id,
+        chunk=chunk,
+        charges=charges,
+        subtotals=subtotals_of(charges),
+        currency="EUR",
+        allocator=ids,
+        processor="proc-1",
+    )
+
+
+def count(engine: Engine, model: type[object]) -> int:
+    with engine.connect() as connection:
+        return connection.scalar(select(func.count()).select_from(model)) or 0
+
+
+def invoices(engine: Engine) -> dict[str, tuple[int, ...]]:
+    columns = [getattr(Invoice, name) for name in INVOICE_SUMS]
+    with engine.connect() as connection:
+        rows = connection.execute(select(Invoice.customer_id, *columns)).all()
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+def sums_of_charges(engine: Engine) -> dict[str, tuple[int, ...]]:
+    """Each customer's invoice figures recomputed from the charges themselves."""
+    figures = [
+        func.count(),
+        *(func.sum(getattr(Charge, name)) for name in INVOICE_SUMS[1:]),
+    ]
+    with engine.connect() as connection:
+        rows = connection.execute(
+            select(Charge.customer_id, *figures).group_by(Charge.customer_id)
+        ).all()
+    return {row[0]: tuple(int(value) for value in row[1:]) for row in rows}
+
+
+def expected_invoices(chunks: Sequence[int]) -> dict[str, tuple[int, ...]]:
+    totals: dict[str, tuple[int, ...]] = {}
+    for chunk in chunks:
+        for subtotal in subtotals_of(rated_chunk(chunk)):
+            figures = tuple(getattr(subtotal, name) for name in INVOICE_SUMS)
+            previous = totals.get(subtotal.customer_id, (0,) * len(figures))
+            totals[subtotal.customer_id] = tuple(
+                a + b for a, b in zip(previous, figures, strict=True)
+            )
+    return totals
+
+
+def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -> None:
+    add_batch(engine, "b1", transactions=50)
+    ids = CountingIds()
+
+    assert apply(engine, 0, ids) is True
+
+    with Session(engine) as session:
+        stored = session.scalars(select(Charge).order_by(Charge.order_id)).all()
+        mark = session.scalars(select(AppliedChunk)).one()
+    assert [c.order_id for c in stored] == list(range(1, 51))
+    first, expected = stored[0], rated_chunk(0)[0]
+    assert (first.transaction_id, first.customer_id, first.quantity, first.total) == (
+        expected.transaction_id,
+        expected.customer_id,
+        expected.quantity,
+        expected.total,
+    )
+    assert first.occurred_at == expected.occurred_at
+    assert first.currency == "EUR"
+    assert (first.batch_id, first.chunk) == ("b1", 0)
+    assert (mark.batch_id, mark.chunk, mark.transactions, mark.processor) == ("b1", 0, 50, "proc-1")
+    assert is_applied(engine, "b1", 0)
+    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+
+
+def test_applying_the_same_chunk_again_changes_nothing(engine: Engine) -> None:
+    add_batch(engine, "b1")
+    ids = CountingIds()
+    apply(engine, 0, ids)
+    before = invoices(engine)
+
+    assert apply(engine, 0, ids) is False
+
+    assert count(engine, Charge) == 50
+    assert count(engine, AppliedChunk) == 1
+    assert invoices(engine) == before == expected_invoices([0]), "invoice counted twice"
+    assert ids.taken == 50, "a redelivery spends no order ids"
+
+
+def test_invoices_add_up_over_chunks_and_equal_the_sum_of_charges(engine: Engine) -> None:
+    add_batch(engine, "b1", chunks=4)
+    ids = CountingIds()
+
+    for chunk in (2, 0, 3, 1, 2):  # any order, with a redelivery
+        apply(engine, chunk, ids)
+
+    assert count(engine, Charge) == 200
+    assert invoices(engine) == expected_invoices([0, 1, 2, 3]) == sums_of_charges(engine)
+
+
+class RendezvousIds(CountingIds):
+    """Holds each caller until all have passed the reducer's "already applied?" check."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self._everyone_checked = threading.Barrier(parties)
+
+    def take(self, count: int) -> list[int]:
+        self._everyone_checked.wait(timeout=30)
+        return super().take(count)
+
+
+def test_two_controllers_applying_one_chunk_at_once_apply_it_once(engine: Engine) -> None:
+    add_batch(engine, "b1")
+    ids = RendezvousIds(parties=2)
+    outcomes: list[bool] = []
+
+    def controller() -> None:
+        outcomes.append(apply(engine, 0, ids))
+
+    threads = [threading.Thread(target=controller) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert sorted(outcomes) == [False, True]
+    assert ids.taken == 100, "both got past the cheap check: the race really happened"
+    assert count(engine, Charge) == 50
+    assert count(engine, AppliedChunk) == 1
+    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+
+
+def test_controllers_applying_different_chunks_at_once_all_land(engine: Engine) -> None:
+    # Every chunk touches every customer's invoice: the upserts contend on the same rows.
+    add_batch(engine, "b1", chunks=12)
+    ids = CountingIds()
+    errors: list[BaseException] = []
+
+    def controller(chunks: range) -> None:
+        try:
+            for chunk in chunks:
+                assert apply(engine, chunk, ids)
+        except BaseException as error:  # collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=controller, args=(range(i, 12, 4),)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert count(engine, Charge) == 600
+    assert invoices(engine) == expected_invoices(range(12)) == sums_of_charges(engine)
+
+
+def test_a_chunk_repeating_another_chunks_transaction_is_rolled_back_whole(
+    engine: Engine,
+) -> None:
+    add_batch(engine, "b1")
+    ids = CountingIds()
+    apply(engine, 0, ids)
+    clash = rated_chunk(0)[:1] + rated_chunk(1)[1:]  # t0-0 again, under chunk 1
+
+    with pytest.raises(IntegrityError):
+        apply_chunk(
+            engine,
+            batch_id="b1",
+            chunk=1,
+            charges=clash,
+            subtotals=subtotals_of(clash),
+            currency="EUR",
+            allocator=ids,
+            processor="proc-1",
+        )
+
+    assert not is_applied(engine, "b1", 1), "the mark went with the rest of the transaction"
+    assert count(engine, Charge) == 50
+    assert invoices(engine) == expected_invoices([0])
+
+
+def test_a_chunk_of_an_unknown_batch_is_an_error_not_a_duplicate(engine: Engine) -> None:
+    with pytest.raises(IntegrityError):
+        apply(engine, 0, CountingIds(), batch_id="never-recorded")
+
+    assert count(engine, AppliedChunk) == 0
