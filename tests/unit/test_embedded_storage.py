@@ -20,6 +20,7 @@ from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.embedded import queue as queue_module
 from shared.storage.embedded.names import InvalidResourceNameError
 from shared.storage.embedded.queue import MESSAGE_TTL_SECONDS, EmbeddedQueue
+from shared.storage.ports import MAX_QUEUE_MESSAGE_BYTES, MessageTooLargeError
 
 
 class FakeClock:
@@ -273,3 +274,15 @@ def test_threads_share_an_account_with_a_connection_each(account: EmbeddedStorag
 
     assert errors == []
     assert work.approximate_count() == 400
+
+
+def test_what_the_azure_client_refuses_itself_is_not_metered(queue: EmbeddedQueue) -> None:
+    """The Azure backend refuses these before sending a request, so nothing is billed."""
+    before = meter.snapshot()
+    with pytest.raises(MessageTooLargeError):
+        queue.send("x" * (MAX_QUEUE_MESSAGE_BYTES + 1))
+    with pytest.raises(ValueError, match="32"):
+        queue.receive(33)
+    with pytest.raises(ValueError, match="32"):
+        queue.peek(0)
+    assert meter.diff(meter.snapshot(), before) == {}

@@ -76,11 +76,11 @@ class EmbeddedTriggerBus:
         self._db.connection().execute("INSERT OR IGNORE INTO topics VALUES (?)", (self._topic,))
 
     def publish(self, body: bytes, properties: Mapping[str, str]) -> None:
-        meter.record("bus", "send")
         if len(body) > MAX_MESSAGE_BYTES:
             raise ValueError(f"bus message of {len(body)} bytes exceeds {MAX_MESSAGE_BYTES}")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in properties.items()):
             raise TypeError("bus message properties must map str to str")
+        meter.record("bus", "send")
         props = dict(properties)
         with self._db.transaction() as conn:
             self._require_topic(conn)

@@ -43,9 +43,9 @@ class EmbeddedSubscription:
         ``ResourceNotFoundError`` if the subscription no longer exists (auto-deleted after
         its receivers were gone longer than its idle limit), as Service Bus would say.
         """
-        meter.record("bus", "receive")
         if max_messages < 1:
             raise ValueError(f"max_messages must be at least 1, not {max_messages}")
+        meter.record("bus", "receive")
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             messages = self._take(max_messages)
