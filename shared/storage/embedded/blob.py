@@ -7,7 +7,11 @@ written *before* the transaction that points the blob's row at it. A put is then
 (readers see the old row or the new one, never half a file), conditional puts decide
 under the write lock without holding it while bytes are written, and the replaced file is
 unlinked after the commit. A reader that loses that race (its row pointed at the file
-just unlinked) reads the row again.
+just unlinked) reads the row again. A process killed between writing a file and its commit
+leaves that file unreferenced: wasted space, never a wrong read.
+
+Bytes are not fsync'ed, like the SQLite side (``synchronous=NORMAL``): a local backend
+survives any process crash, not a power cut.
 """
 
 from __future__ import annotations
