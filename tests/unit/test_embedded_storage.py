@@ -3,11 +3,12 @@
 The contract suite (``tests/contract``) holds the embedded backend to Azurite's behaviour;
 these tests cover what only the embedded backend has (a folder that outlives the process,
 a clock we can move, names checked before any request) and Azure behaviours too slow or
-too rare to exercise on Azurite (the 7-day time to live, the full range of timeouts).
+too rare to exercise on Azurite (messages that never expire, the full range of timeouts).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -190,13 +191,16 @@ def test_update_visibility_hides_again_and_keeps_the_dequeue_count(
     assert [m.dequeue_count for m in queue.receive()] == [2]
 
 
-def test_messages_expire_after_seven_days(queue: EmbeddedQueue, clock: FakeClock) -> None:
+def test_messages_never_expire_like_the_azure_backend(
+    queue: EmbeddedQueue, clock: FakeClock
+) -> None:
+    """The Azure backend sends ``time_to_live=-1``; Azure's default would drop it at 7 days."""
+    assert math.inf == MESSAGE_TTL_SECONDS
     queue.send("m")
-    clock.advance(MESSAGE_TTL_SECONDS)
+    clock.advance(30 * 24 * 3600)
 
-    assert queue.receive() == []
-    assert queue.peek() == []
-    assert queue.approximate_count() == 0
+    assert queue.approximate_count() == 1
+    assert [m.content for m in queue.receive()] == ["m"]
 
 
 @pytest.mark.parametrize("seconds", [-1, 7 * 24 * 3600 + 1])

@@ -11,6 +11,7 @@ long as nobody received the message again (Azure behaves the same way).
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 import uuid
@@ -43,8 +44,11 @@ CREATE TABLE IF NOT EXISTS messages (
 CREATE INDEX IF NOT EXISTS messages_by_visibility ON messages (queue, visible_at, seq);
 """
 
-#: Azure's default and maximum time to live of a message, and its longest visibility timeout.
-MESSAGE_TTL_SECONDS = 7 * 24 * 3600
+#: Messages never expire: the Azure backend sends ``time_to_live=-1`` too, because a work
+#: item that silently expired after Azure's default 7 days would break "nothing accepted
+#: is lost". (The ``expires_at`` column stays for a future time-to-live option.)
+MESSAGE_TTL_SECONDS = math.inf
+#: Azure's longest visibility timeout.
 MAX_VISIBILITY_TIMEOUT_SECONDS = 7 * 24 * 3600
 
 # A fresh pop receipt for every row a statement touches, made by SQLite itself.
