@@ -12,7 +12,6 @@ long as nobody received the message again (Azure behaves the same way).
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 import uuid
 
@@ -23,10 +22,9 @@ from shared.storage.embedded.db import Database, now
 from shared.storage.embedded.names import bad_request, utc_from_timestamp, validate_queue_name
 from shared.storage.ports import (
     MAX_MESSAGES_PER_RECEIVE,
-    MAX_QUEUE_MESSAGE_BYTES,
-    MessageTooLargeError,
     QueueMessage,
 )
+from shared.storage.queue_rules import check_batch_size, check_message
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS queues (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
@@ -54,8 +52,6 @@ MAX_VISIBILITY_TIMEOUT_SECONDS = 7 * 24 * 3600
 # A fresh pop receipt for every row a statement touches, made by SQLite itself.
 _NEW_RECEIPT = "lower(hex(randomblob(12)))"
 _RETURNED = "id, pop_receipt, content, dequeue_count, inserted_at, visible_at"
-# Messages travel in an XML body: Azure refuses characters XML 1.0 cannot carry.
-_NOT_XML_CHAR = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
 class EmbeddedQueue:
@@ -90,17 +86,10 @@ class EmbeddedQueue:
             conn.execute("DELETE FROM queues WHERE name = ?", (self._name,))
 
     def send(self, content: str, *, visibility_timeout: int = 0) -> None:
-        # Refused before any request, as the Azure backend refuses it in the client: not
-        # metered. What Azure refuses with a 400 is metered, as it is billed there.
-        size = len(content.encode("utf-8", errors="surrogatepass"))
-        if size > MAX_QUEUE_MESSAGE_BYTES:
-            raise MessageTooLargeError(
-                f"queue message of {size} bytes exceeds {MAX_QUEUE_MESSAGE_BYTES} bytes: "
-                "store the payload in a blob and send its name"
-            )
+        # The same rules, in the same place, as the Azure backend: refused before any
+        # request, so not metered.
+        check_message(content)
         meter.record("queue", "put")
-        if _NOT_XML_CHAR.search(content):
-            raise bad_request("InvalidXmlDocument", "the message holds a character XML cannot")
         _check_timeout("visibility_timeout", visibility_timeout, minimum=0)
         t = now()
         cursor = self._db.connection().execute(
@@ -122,7 +111,7 @@ class EmbeddedQueue:
     def receive(
         self, max_messages: int = MAX_MESSAGES_PER_RECEIVE, visibility_timeout: int = 30
     ) -> list[QueueMessage]:
-        _check_batch_size(max_messages)
+        check_batch_size(max_messages)
         meter.record("queue", "get")
         _check_timeout("visibility_timeout", visibility_timeout, minimum=1)
         t = now()
@@ -225,13 +214,6 @@ def _message(row: tuple[str, str, str, int, float, float | None]) -> QueueMessag
         inserted_on=utc_from_timestamp(inserted_at),
         next_visible_on=None if visible_at is None else utc_from_timestamp(visible_at),
     )
-
-
-def _check_batch_size(max_messages: int) -> None:
-    if not 1 <= max_messages <= MAX_MESSAGES_PER_RECEIVE:
-        raise ValueError(
-            f"max_messages must be between 1 and {MAX_MESSAGES_PER_RECEIVE}, not {max_messages}"
-        )
 
 
 def _check_timeout(name: str, seconds: int, *, minimum: int) -> None:
