@@ -98,9 +98,11 @@ def _inflate(inflater: zlib._Decompress, data: bytes) -> Iterator[bytes]:
         out = inflater.decompress(data, INFLATE_STEP)
         if out:
             yield out
+        if inflater.eof:
+            return  # what follows the member is in unused_data (unconsumed_tail may echo it)
         data = inflater.unconsumed_tail
         # A full step may leave output pending inside zlib even with no input left.
-        if not data and (len(out) < INFLATE_STEP or inflater.eof):
+        if not data and len(out) < INFLATE_STEP:
             return
 
 

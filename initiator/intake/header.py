@@ -19,14 +19,13 @@ def required_columns(names: list[str], line: int, problems: ProblemCollector) ->
     for index, name in enumerate(names):
         positions.setdefault(name.strip(), []).append(index)
     unknown = [name for name in positions if name and name not in REQUIRED_FIELDS]
-    if len(unknown) == len(positions) and not any(
-        name.lower() in REQUIRED_FIELDS for name in unknown
-    ):
+    if not any(name in REQUIRED_FIELDS or name.lower() in REQUIRED_FIELDS for name in positions):
         expected = ", ".join(REQUIRED_FIELDS)
         problems.add(
             line,
             None,
-            f"the first line is not a header: expected the columns {expected} (in any order)",
+            f"the first line has none of the required columns {expected}: a header line "
+            "naming them (in any order) must come first",
             Status.MALFORMED,
         )
         return None

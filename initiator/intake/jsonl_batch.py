@@ -32,13 +32,11 @@ def jsonl_records(
             line += 1
             try:
                 item = _loads(text)
-            except json.JSONDecodeError as exc:
+            except (ValueError, RecursionError) as exc:
                 if not text.strip():
                     continue  # a blank line (the decoder rejects it; it is no record)
                 records += 1
-                problems.add(
-                    line, None, f"invalid JSON: {exc.msg} (column {exc.colno})", Status.MALFORMED
-                )
+                problems.add(line, None, _json_problem(exc), Status.MALFORMED)
                 yield line, None
                 continue
             records += 1
@@ -74,6 +72,14 @@ def jsonl_records(
                 yield line, None
     if not records:
         problems.add(None, None, "empty batch: the body holds no data", Status.MALFORMED)
+
+
+def _json_problem(exc: ValueError | RecursionError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        return f"invalid JSON: {exc.msg} (column {exc.colno})"
+    if isinstance(exc, RecursionError):
+        return "invalid JSON: nested too deeply"
+    return f"invalid JSON: {exc}"  # e.g. an integer with thousands of digits
 
 
 def _report_missing(line: int, item: dict[str, Any], problems: ProblemCollector) -> None:

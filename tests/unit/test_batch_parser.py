@@ -179,7 +179,7 @@ def test_a_header_row_that_is_data_is_reported_once() -> None:
     rejection = rejected(b"T1,C1,SKU-1,5,EU,2026-01-05T10:00:00Z\n")
     line, field, reason = only_problem(rejection)
     assert (line, field) == (1, None)
-    assert reason.startswith("the first line is not a header")
+    assert reason.startswith("the first line has none of the required columns")
 
 
 def test_header_after_leading_blank_lines_is_reported_on_its_physical_line() -> None:

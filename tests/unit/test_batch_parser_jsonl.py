@@ -60,6 +60,21 @@ def test_invalid_json_is_malformed() -> None:
 
 
 @pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "invalid JSON: nested too deeply"),
+        (b'{"quantity": ' + b"9" * 5_000 + b"}", "invalid JSON: Exceeds the limit (4300 digits)"),
+    ],
+)
+def test_hostile_json_is_refused_cleanly(line: bytes, reason: str) -> None:
+    rejection = rejected(jsonl_body(record()) + line + b"\n", content_type=NDJSON)
+    assert rejection.status_code == 400
+    found_line, field, found = only_problem(rejection)
+    assert (found_line, field) == (2, None)
+    assert found.startswith(reason)
+
+
+@pytest.mark.parametrize(
     ("line", "kind"),
     [
         (b"[1, 2]", "an array"),
