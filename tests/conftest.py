@@ -1,3 +1,3 @@
 """Fixtures shared by the whole suite, as plugins."""
 
-pytest_plugins = ["tests.support.azurite"]
+pytest_plugins = ["tests.support.azurite", "tests.support.servicebus_fixtures"]
