@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import TypeVar
 
-from initiator.body import BlockingBody
+from initiator.body import RequestBody
 from initiator.idempotency import (
     IdempotencyConflictError,
     IdempotencyInProgressError,
@@ -72,7 +72,7 @@ class BatchAcceptance:
         self._pricebooks = pricebooks
         self._settings = settings
 
-    def accept(self, body: BlockingBody, request: BatchRequest) -> Outcome:
+    def accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
         """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file."""
         key_hash = hash_key(request.idempotency_key) if request.idempotency_key else None
         if key_hash is not None:
@@ -99,7 +99,7 @@ class BatchAcceptance:
 
     def _read(
         self,
-        body: BlockingBody,
+        body: RequestBody,
         request: BatchRequest,
         pricebook: Pricebook,
         publication: Publication,
@@ -128,7 +128,7 @@ class BatchAcceptance:
             raise rejection
         return totals.build()
 
-    def _replay(self, key_hash: str, body: BlockingBody) -> Outcome | None:
+    def _replay(self, key_hash: str, body: RequestBody) -> Outcome | None:
         """Step 1: answer from an earlier request with this key, or None to go ahead."""
         keys, records = self._publisher.keys, self._publisher.records
         entry = keys.find(key_hash)

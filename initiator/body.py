@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterator
+from typing import Protocol
 
 import anyio.from_thread
 
@@ -28,6 +29,19 @@ class BodyTooLargeError(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body exceeds the limit of {limit:,} bytes")
         self.limit = limit
+
+
+class RequestBody(Protocol):
+    """What the acceptance needs of a body: its blocks, and afterwards its size and hash."""
+
+    bytes_read: int
+
+    @property
+    def sha256(self) -> str: ...
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+    def drain(self) -> None: ...
 
 
 class BlockingBody:

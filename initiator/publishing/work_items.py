@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from initiator.publishing.payloads import StoredChunk
 from shared.messages import WorkItem
@@ -20,6 +21,7 @@ from shared.settings import Priority
 from shared.storage.ports import Queue
 
 DEFAULT_SEND_THREADS = 8
+Q = TypeVar("Q")
 
 
 def work_items(
@@ -41,7 +43,7 @@ def work_items(
     ]
 
 
-def round_robin(items: Sequence[WorkItem], queues: Sequence[Queue], start: int) -> list[Queue]:
+def round_robin(items: Sequence[object], queues: Sequence[Q], start: int) -> list[Q]:
     """The queue of each item: consecutive partitions from ``start``."""
     return [queues[(start + i) % len(queues)] for i in range(len(items))]
 

@@ -1,0 +1,178 @@
+"""Crash points of publishing, injected through the publisher's fault hook.
+
+A crash (a ``BaseException`` from the hook: nothing more runs, as when the process dies)
+before the record is ``accepted`` must leave a batch that processors do not rate (they
+wait, then drop its items) and that the sweeper removes completely. A crash after it must
+leave an accepted batch whose every work item is on the queues. A *failure* (an
+``Exception``: the publisher is still alive) makes the publisher clean up by itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+from azure.core.exceptions import ServiceResponseError
+
+from initiator.acceptance import BatchRequest
+from initiator.dependencies import Services
+from initiator.idempotency import IDEMPOTENCY_PARTITION
+from initiator.publishing import STEPS, FaultHook, sweep_orphans
+from shared.batch_records import BATCH_PARTITION, BatchStatus
+from shared.settings import Settings
+from tests.api.batch_files import csv_file, rows
+from tests.api.conftest import ServicesFactory
+from tests.api.harness import AUTH, started_api
+
+BODY = csv_file(rows(45))  # five chunks
+CHUNKS = 5
+COMMIT_POINT = STEPS.index("record_accepted")
+
+
+class SimulatedCrashError(BaseException):
+    """The process died here."""
+
+
+class BytesBody:
+    """A request body from bytes, for calling the acceptance without HTTP."""
+
+    def __init__(self, data: bytes, block: int = 1000) -> None:
+        self._data = data
+        self._block = block
+        self.bytes_read = 0
+        self.sha256 = hashlib.sha256(data).hexdigest()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for start in range(0, len(self._data), self._block):
+            block = self._data[start : start + self._block]
+            self.bytes_read += len(block)
+            yield block
+
+    def drain(self) -> None:
+        for _ in self:
+            pass
+
+
+def fail_at(step: str, error: BaseException, occurrence: int = 1) -> FaultHook:
+    seen: Counter[str] = Counter()
+
+    def hook(name: str) -> None:
+        seen[name] += 1
+        if name == step and seen[name] == occurrence:
+            raise error
+
+    return hook
+
+
+def _request(key: str | None = "key-1") -> BatchRequest:
+    return BatchRequest("normal", "text/csv", None, idempotency_key=key)
+
+
+def _rows(services: Services, partition: str) -> list[str]:
+    table = services.storage.table(services.settings.batches_table)
+    return [entity.row_key for entity in table.query(partition)]
+
+
+def _payload_blobs(services: Services) -> list[str]:
+    container = services.storage.container(services.settings.payload_container)
+    return [blob.name for blob in container.list()]
+
+
+def _queued(services: Services) -> int:
+    storage, settings = services.storage, services.settings
+    return sum(storage.queue(name).approximate_count() for name in settings.work_queues("normal"))
+
+
+def _crash(services: Services, step: str) -> str:
+    """Accept ``BODY`` until the injected crash; returns the id of the half-made batch."""
+    with pytest.raises(SimulatedCrashError):
+        services.acceptance.accept(BytesBody(BODY), _request())
+    (batch_id,) = _rows(services, BATCH_PARTITION)
+    return batch_id
+
+
+def _occurrence(step: str) -> int:
+    return 2 if step == "work_item_sent" else 1  # crash with some items sent, not all
+
+
+@pytest.mark.parametrize("step", STEPS[:COMMIT_POINT])
+def test_crash_before_accepted_is_invisible_to_processors_and_swept(
+    open_services_for: ServicesFactory, settings: Settings, step: str
+) -> None:
+    crash = fail_at(step, SimulatedCrashError(step), _occurrence(step))
+    services = open_services_for(settings, crash)
+
+    batch_id = _crash(services, step)
+
+    found = services.records.find(batch_id)
+    assert found is not None
+    assert found.record.status in (BatchStatus.RECEIVING, BatchStatus.ACCEPTING)
+    assert services.records.state(batch_id) == "pending"  # processors leave its items
+    assert sweep_orphans(services.storage, settings, older_than=timedelta(hours=1)) == []
+
+    assert sweep_orphans(services.storage, settings, older_than=timedelta(0)) == [batch_id]
+
+    assert services.records.state(batch_id) == "gone"  # processors drop its items
+    assert _rows(services, BATCH_PARTITION) == []
+    assert _rows(services, IDEMPOTENCY_PARTITION) == []
+    assert _payload_blobs(services) == []
+    assert _queued(services) <= CHUNKS
+    # The client's retry with the same key is a new batch, accepted in full.
+    retry = open_services_for(settings).acceptance.accept(BytesBody(BODY), _request())
+    assert not retry.replayed
+    assert retry.record.batch_id != batch_id
+    assert retry.record.status is BatchStatus.ACCEPTED
+
+
+@pytest.mark.parametrize("step", STEPS[COMMIT_POINT:])
+def test_crash_after_accepted_loses_nothing(
+    open_services_for: ServicesFactory, settings: Settings, step: str
+) -> None:
+    services = open_services_for(settings, fail_at(step, SimulatedCrashError(step)))
+
+    batch_id = _crash(services, step)
+
+    assert services.records.state(batch_id) == "accepted"
+    assert sweep_orphans(services.storage, settings, older_than=timedelta(0)) == []
+    assert len(_payload_blobs(services)) == CHUNKS
+    assert _queued(services) == CHUNKS
+    # The client never got its 202; its retry gets the same batch, not a second one.
+    retry = open_services_for(settings).acceptance.accept(BytesBody(BODY), _request())
+    assert retry.replayed
+    assert retry.record.batch_id == batch_id
+    assert _queued(services) == CHUNKS
+
+
+@pytest.mark.parametrize("step", ["payloads_written", "record_accepting", "work_item_sent"])
+def test_a_failure_before_accepted_cleans_up_at_once(
+    open_services_for: ServicesFactory, settings: Settings, step: str
+) -> None:
+    failure = RuntimeError(f"injected failure at {step}")
+    services = open_services_for(settings, fail_at(step, failure, _occurrence(step)))
+
+    with pytest.raises(RuntimeError, match="injected failure"):
+        services.acceptance.accept(BytesBody(BODY), _request())
+
+    assert _rows(services, BATCH_PARTITION) == []
+    assert _rows(services, IDEMPOTENCY_PARTITION) == []
+    assert _payload_blobs(services) == []
+    assert _queued(services) <= CHUNKS  # items already sent name a batch that is gone
+
+
+@pytest.mark.anyio
+async def test_storage_failure_while_enqueueing_answers_503_and_leaves_only_dropped_items(
+    settings: Settings, anyio_backend: str
+) -> None:
+    failure = ServiceResponseError("injected: connection reset while sending")
+    async with started_api(settings, fault=fail_at("work_item_sent", failure, 2)) as api:
+        response = await api.post_batch(BODY, {**AUTH, "Content-Type": "text/csv"})
+
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "5"
+        assert _rows(api.services, BATCH_PARTITION) == []
+        assert _payload_blobs(api.services) == []
+        assert 1 <= _queued(api.services) <= CHUNKS
+        assert api.triggers(wait=0.05) == []

@@ -1,0 +1,80 @@
+"""The claim-check payload codec: what the initiator writes, a processor reads back."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import datetime
+
+import pytest
+
+from shared.chunk_payload import (
+    ChunkPayloadError,
+    decode_chunk,
+    encode_chunk,
+    payload_blob_name,
+)
+from shared.transactions import Transaction
+
+ROWS = [
+    (
+        2,
+        Transaction(
+            "tx-1",
+            "cust-1",
+            "SEAT-PRO",
+            3,
+            "EU",
+            datetime.fromisoformat("2025-03-01T10:00:00+02:00"),
+        ),
+    ),
+    (
+        3,
+        Transaction(
+            "tx-2",
+            "cust-2",
+            "API-CALLS",
+            1_000_000,
+            "US",
+            datetime.fromisoformat("2025-03-01T23:59:59.123456-05:30"),
+        ),
+    ),
+]
+
+
+def test_round_trip_keeps_lines_values_and_offsets() -> None:
+    payload = decode_chunk(encode_chunk("batch-1", 7, ROWS))
+    assert (payload.batch_id, payload.chunk) == ("batch-1", 7)
+    assert payload.rows == ROWS
+    assert [tx.occurred_at.isoformat() for _, tx in payload.rows] == [
+        "2025-03-01T10:00:00+02:00",
+        "2025-03-01T23:59:59.123456-05:30",
+    ]
+
+
+def test_encoding_is_deterministic_and_compressed() -> None:
+    many = ROWS * 500
+    first, second = encode_chunk("b", 0, many), encode_chunk("b", 0, many)
+    assert first == second
+    assert len(first) < len(gzip.decompress(first)) / 4
+
+
+def test_blob_names_sort_in_chunk_order() -> None:
+    names = [payload_blob_name("b", chunk) for chunk in (10, 2, 100_000, 0)]
+    assert sorted(names) == ["b/000000", "b/000002", "b/000010", "b/100000"]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"not gzip",
+        gzip.compress(b"not json"),
+        gzip.compress(json.dumps({"v": 2, "rows": []}).encode()),
+        gzip.compress(json.dumps({"v": 1, "columns": ["line"], "rows": []}).encode()),
+        gzip.compress(json.dumps([1, 2]).encode()),
+    ],
+    ids=["not gzip", "not json", "future version", "other columns", "not an object"],
+)
+def test_anything_else_is_a_clear_error(data: bytes) -> None:
+    with pytest.raises(ChunkPayloadError):
+        decode_chunk(data)
