@@ -19,7 +19,7 @@ from initiator.auth import ApiKeys, require_api_key
 from initiator.dependencies import open_services
 from initiator.errors import register_error_handlers
 from initiator.publishing import FaultHook
-from initiator.routes import batches, health, pricebook
+from initiator.routes import batches, control, health, invoices, pricebook
 from shared.settings import Settings
 
 
@@ -50,7 +50,9 @@ def create_app(settings: Settings | None = None, *, fault: FaultHook | None = No
     register_error_handlers(app)
     app.include_router(health.router)
     app.include_router(batches.router)
+    app.include_router(invoices.router)
     app.include_router(pricebook.router)
+    app.include_router(control.router)
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
     def openapi_document() -> dict[str, Any]:

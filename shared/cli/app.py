@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import batches, demo, operate, roles
+from shared.cli import batches, demo, operate, reports, roles
 
 app = typer.Typer(
     name="billing",
@@ -16,6 +16,7 @@ roles.register(app)
 batches.register(app)
 operate.register(app)
 demo.register(app)
+reports.register(app)
 
 
 def main() -> None:

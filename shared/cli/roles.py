@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import typer
 
 from shared.bus import open_bus
 from shared.lifecycle import run_until_signalled
 from shared.provision import ensure_resources
-from shared.settings import Settings
+from shared.settings import PRIORITIES, Priority, Settings
 from shared.storage import open_storage
 from shared.telemetry import configure_logging
 
@@ -60,14 +61,39 @@ def _idle_role(name: str) -> None:
     run_until_signalled(start, stop)
 
 
-def processor() -> None:
-    """Run a processor: rate the chunks on the work queues."""
-    _idle_role("processor")
+def processor(
+    processes: int | None = typer.Option(
+        None, "--processes", "-p", min=1, help="Worker processes (default: one per core)."
+    ),
+    priorities: str | None = typer.Option(
+        None, help="Comma-separated priorities to serve (default BILLING_PROCESSOR_PRIORITIES)."
+    ),
+) -> None:
+    """Run processors: rate the chunks on the work queues, one process per core."""
+    from processor.supervisor import run_processors
+
+    configure_logging()
+    settings = Settings()
+    served = settings.processor_priorities if priorities is None else _priorities(priorities)
+    clean = run_processors(settings, processes=processes or os.cpu_count() or 1, priorities=served)
+    if not clean:
+        raise typer.Exit(1)
+
+
+def _priorities(text: str) -> list[Priority]:
+    chosen = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [p for p in chosen if p not in PRIORITIES]
+    if unknown or not chosen:
+        raise typer.BadParameter(f"use some of {', '.join(PRIORITIES)}", param_hint="--priorities")
+    return [p for p in PRIORITIES if p in chosen]
 
 
 def controller() -> None:
-    """Run the controller: reduce rated chunks into the warehouse."""
-    _idle_role("controller")
+    """Run the controller: reduce rated chunks into the warehouse, close and reconcile."""
+    from controller.service import run_controller
+
+    configure_logging()
+    run_controller(Settings())
 
 
 def register(app: typer.Typer) -> None:

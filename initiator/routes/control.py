@@ -1,0 +1,48 @@
+"""``POST /control/release`` and ``POST /control/hold``: the release gate (seed 002) over HTTP.
+
+The same as ``billing release`` / ``billing hold``: the durable flag first, then the
+broadcast on the trigger topic (see :mod:`shared.gate`). ``GET /control/gate`` reads the
+flag. Every route needs an API key: opening the gate starts the whole processing fleet.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel
+
+from initiator.auth import require_api_key
+from initiator.dependencies import Services, get_services
+from shared.gate import read_gate, set_gate
+from shared.storage.ports import BlobContainer
+
+router = APIRouter(prefix="/control", tags=["control"], dependencies=[Depends(require_api_key)])
+
+
+class GateView(BaseModel):
+    """The release gate: ``released`` processors take work, held ones wait."""
+
+    released: bool
+
+
+@router.post("/release", response_model=GateView)
+def release(services: Services = Depends(get_services)) -> GateView:
+    return _flip(services, released=True)
+
+
+@router.post("/hold", response_model=GateView)
+def hold(services: Services = Depends(get_services)) -> GateView:
+    return _flip(services, released=False)
+
+
+@router.get("/gate", response_model=GateView)
+def gate(services: Services = Depends(get_services)) -> GateView:
+    return GateView(released=read_gate(_control(services)))
+
+
+def _flip(services: Services, *, released: bool) -> GateView:
+    set_gate(_control(services), services.bus, released=released)
+    return GateView(released=released)
+
+
+def _control(services: Services) -> BlobContainer:
+    return services.storage.container(services.settings.control_container)

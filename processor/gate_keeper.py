@@ -1,0 +1,108 @@
+"""The release gate in a processor (seed 002, "release the hounds").
+
+A processor may start **held**: its listener starts no dequeue thread until the gate opens.
+Two paths open (or close) it, as :mod:`shared.gate` explains: the broadcast on the trigger
+topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read at
+start and re-read by a slow poll (a lost broadcast costs at most one poll interval).
+
+Whichever path notices a change, :meth:`GateKeeper.sync` brings the listener in line:
+
+* released, never started → ``listener.start()`` (threads as the queue depth deserves);
+* released, paused → ``listener.resume()``;
+* held, running → ``listener.pause()``: no new receive, in-flight messages finish.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Protocol
+
+from shared.gate import GateWatcher
+from shared.messages import GateEvent
+from shared.storage.ports import BlobContainer
+
+log = logging.getLogger(__name__)
+
+
+class GatedListener(Protocol):
+    """What the gate drives: :class:`~shared.listener.QueueListener` fits."""
+
+    def start(self) -> None: ...
+
+    def pause(self) -> None: ...
+
+    def resume(self) -> None: ...
+
+
+class GateKeeper:
+    """Keeps a listener held or running as the gate says."""
+
+    def __init__(
+        self, control: BlobContainer, listener: GatedListener, *, poll_seconds: float
+    ) -> None:
+        self._control = control
+        self._listener = listener
+        self._poll_seconds = poll_seconds
+        self._lock = threading.Lock()
+        self._watcher: GateWatcher | None = None
+        self._listener_started = False
+        self._stopping = threading.Event()
+        self._poll = threading.Thread(target=self._poll_main, name="gate-poll", daemon=True)
+
+    @property
+    def released(self) -> bool:
+        return self._watcher is not None and self._watcher.released
+
+    def start(self) -> None:
+        """Read the durable flag (raises if storage cannot be read), act on it, start polling."""
+        self._watcher = GateWatcher(self._control)
+        if not self._watcher.released:
+            log.info("gate is held: waiting for 'billing release'")
+        self.sync()
+        self._poll.start()
+
+    def on_event(self, event: GateEvent) -> None:
+        """A broadcast: apply it at once. Ignored before :meth:`start`, whose read of the
+        flag comes later and is authoritative (the flag is written before the broadcast)."""
+        if self._watcher is None:
+            return
+        self._watcher.on_event(event)
+        self.sync()
+
+    def refresh(self) -> None:
+        """Re-read the durable flag; a failed read keeps the current state."""
+        if self._watcher is None:
+            return
+        try:
+            self._watcher.refresh()
+        except Exception:
+            log.warning("could not read the gate flag; keeping the current state", exc_info=True)
+            return
+        self.sync()
+
+    def sync(self) -> None:
+        """Start, resume or pause the listener to match the gate."""
+        with self._lock:
+            if self._stopping.is_set() or self._watcher is None:
+                return
+            if not self._watcher.released:
+                if self._listener_started:
+                    self._listener.pause()
+                return
+            if self._listener_started:
+                self._listener.resume()
+                return
+            self._listener_started = True
+            self._listener.start()
+
+    def stop(self) -> None:
+        """Stop polling and stop acting on the gate (the caller stops the listener)."""
+        with self._lock:
+            self._stopping.set()
+        if self._poll.is_alive():
+            self._poll.join()
+
+    def _poll_main(self) -> None:
+        while not self._stopping.wait(self._poll_seconds):
+            self.refresh()

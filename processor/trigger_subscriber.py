@@ -1,0 +1,194 @@
+"""The push trigger, processor side: one subscription per served priority, a thread each.
+
+The initiator publishes a :class:`~shared.messages.TriggerEvent` per accepted batch, and the
+release gate a :class:`~shared.messages.GateEvent`, on the trigger topic with the
+application property ``Priority`` (seed 003). A processor turns them into
+``listener.on_work_detected()`` and ``gate.on_event(...)``.
+
+**Fan-out.** A topic subscription is a queue of its own: every message goes to *one* of the
+receivers of a subscription. For every idle processor to wake, each instance needs its own
+subscription per priority — ``proc-<priority>-<instance digest>``, filter
+``{Priority: p}``, with auto-delete-on-idle so that the subscriptions of instances that
+died without cleaning up disappear by themselves (:func:`subscription_spec`).
+
+Creating subscriptions needs management rights. On Service Bus without
+``BILLING_SERVICEBUS_MANAGE_ENTITIES`` the adapter cannot create them, so every instance
+shares the Bicep-declared ``processors-<priority>``: then one instance wakes per trigger and
+the others find the work through their own dequeue threads' back-off or their safety poll.
+
+**Never die.** A receive that fails (broker restart, network, an auto-deleted subscription)
+is logged, the subscription is reopened after a randomized back-off, and ``on_reconnect``
+runs, since triggers published meanwhile may have been missed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from typing import Annotated
+
+from azure.core.exceptions import ResourceNotFoundError
+from pydantic import Field, TypeAdapter, ValidationError
+
+from shared.bus.ports import BusMessage, Subscription, SubscriptionSpec, TriggerBus
+from shared.listener.backoff import Backoff
+from shared.messages import PRIORITY_PROPERTY, GateEvent, TriggerEvent
+from shared.settings import Priority, Settings
+
+log = logging.getLogger(__name__)
+
+#: Service Bus's smallest auto-delete-on-idle is 5 minutes; a live receiver keeps it alive.
+INSTANCE_SUBSCRIPTION_IDLE_SECONDS = 300
+#: How long one receive blocks: also the longest a stop waits for a subscriber thread.
+RECEIVE_SECONDS = 1.0
+#: Reconnect back-off: about 1 s after the first failure, growing to 30 s.
+RECONNECT_BACKOFF = Backoff(min_idle=0.5, delta=0.5, max_idle=30.0)
+
+_EVENT = TypeAdapter(Annotated[TriggerEvent | GateEvent, Field(discriminator="kind")])
+
+
+def fans_out(settings: Settings) -> bool:
+    """Whether each instance gets its own subscriptions (every instance wakes)."""
+    return not settings.uses_servicebus or settings.servicebus_manage_entities
+
+
+def subscription_spec(settings: Settings, instance_id: str, priority: Priority) -> SubscriptionSpec:
+    """The subscription through which ``instance_id`` hears about ``priority``'s work."""
+    by_priority = {PRIORITY_PROPERTY: priority}
+    if not fans_out(settings):
+        return SubscriptionSpec(name=f"processors-{priority}", filter=by_priority)
+    # Entity names are at most 50 characters; a digest keeps any instance id short.
+    digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
+    return SubscriptionSpec(
+        name=f"proc-{priority}-{digest}",
+        filter=by_priority,
+        auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
+    )
+
+
+class TriggerSubscriber:
+    """Receives trigger and gate events on ``specs``, one thread per subscription."""
+
+    def __init__(
+        self,
+        bus: TriggerBus,
+        specs: Sequence[SubscriptionSpec],
+        *,
+        on_work: Callable[[TriggerEvent], object],
+        on_gate: Callable[[GateEvent], object],
+        on_reconnect: Callable[[], object] = lambda: None,
+        receive_seconds: float = RECEIVE_SECONDS,
+        backoff: Backoff = RECONNECT_BACKOFF,
+        name: str = "trigger",
+    ) -> None:
+        self._bus = bus
+        self._specs = list(specs)
+        self._on_work = on_work
+        self._on_gate = on_gate
+        self._on_reconnect = on_reconnect
+        self._receive_seconds = receive_seconds
+        self._backoff = backoff
+        self._stopping = threading.Event()
+        self._open: set[str] = set()
+        self._changed = threading.Condition()
+        self._threads = [
+            threading.Thread(
+                target=self._run, args=(spec,), name=f"{name}-{spec.name}", daemon=True
+            )
+            for spec in self._specs
+        ]
+
+    def start(self) -> None:
+        for thread in self._threads:
+            thread.start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until every subscription is open (or ``timeout``); True if they all are.
+
+        An event published before a subscription exists never reaches it, so a worker
+        waits for this before it reads the durable gate flag.
+        """
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self._open) == len(self._specs), timeout)
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop receiving; True if every thread ended within ``timeout``."""
+        self._stopping.set()
+        for thread in self._threads:
+            if thread.is_alive():
+                thread.join(timeout)
+        return not any(thread.is_alive() for thread in self._threads)
+
+    # --- one subscription's thread -------------------------------------------------------
+    def _run(self, spec: SubscriptionSpec) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            subscription = self._open_subscription(spec)
+            if subscription is None:
+                failures += 1
+                self._stopping.wait(self._backoff.delay(failures))
+                continue
+            if failures:
+                log.info("trigger subscription %s reopened", spec.name)
+                self._safely(self._on_reconnect, "reconnect hook")
+            try:
+                failures = self._receive_until_error(subscription)
+            finally:
+                self._mark(spec.name, is_open=False)
+                with contextlib.suppress(Exception):
+                    subscription.close()
+            if failures:
+                self._stopping.wait(self._backoff.delay(failures))
+
+    def _open_subscription(self, spec: SubscriptionSpec) -> Subscription | None:
+        try:
+            subscription = self._bus.subscribe(spec)
+        except Exception:
+            log.warning("cannot open trigger subscription %s; will retry", spec.name, exc_info=True)
+            return None
+        self._mark(spec.name, is_open=True)
+        return subscription
+
+    def _receive_until_error(self, subscription: Subscription) -> int:
+        """Receive and dispatch until stopped (0) or a receive fails (1)."""
+        while not self._stopping.is_set():
+            try:
+                messages = subscription.receive(self._receive_seconds)
+            except ResourceNotFoundError:
+                log.warning("trigger subscription %s is gone; recreating it", subscription.name)
+                return 1
+            except Exception:
+                log.warning("receiving on %s failed", subscription.name, exc_info=True)
+                return 1
+            for message in messages:
+                self._dispatch(message, subscription.name)
+        return 0
+
+    def _dispatch(self, message: BusMessage, subscription: str) -> None:
+        try:
+            event = _EVENT.validate_json(message.body)
+        except ValidationError as error:
+            log.warning("ignoring an unknown message on %s: %s", subscription, error)
+            return
+        if isinstance(event, GateEvent):
+            self._safely(lambda: self._on_gate(event), "gate handler")
+        else:
+            self._safely(lambda: self._on_work(event), "trigger handler")
+
+    def _mark(self, name: str, *, is_open: bool) -> None:
+        with self._changed:
+            if is_open:
+                self._open.add(name)
+            else:
+                self._open.discard(name)
+            self._changed.notify_all()
+
+    @staticmethod
+    def _safely(callback: Callable[[], object], what: str) -> None:
+        try:
+            callback()
+        except Exception:  # a failing reaction must not end the subscription
+            log.exception("%s failed", what)

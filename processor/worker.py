@@ -1,0 +1,199 @@
+"""One processor instance: the listener engine wired to the rating step, the trigger and the gate.
+
+    worker = ProcessorWorker(settings, storage, bus)
+    worker.start()      # heartbeat, trigger subscriptions, then the gate: held or running
+    ...
+    worker.stop(5)      # graceful: stop receiving, finish in-flight, last heartbeat
+
+What each part does, top-down:
+
+* the **listener** (:class:`~shared.listener.QueueListener`) reads every partition of the
+  served priorities' work queues, high before normal before low, with threads scaled by
+  depth and retired when idle, leaving only a slow safety poll;
+* its **handler** is the :class:`~processor.rating_step.RatingStep` — the message is deleted
+  only after the result blob and the result message are stored;
+* a work item that keeps failing goes to ``<queue>-poison`` and a
+  :class:`~shared.messages.ChunkFailed` goes to the output queue
+  (:class:`~processor.chunk_failures.ChunkFailureReporter`);
+* the **trigger subscriber** wakes the listener on a trigger and applies gate broadcasts;
+* the **gate keeper** holds the listener until the release gate is open;
+* the **heartbeat** writes the listener's state to the heartbeats table for status pages.
+
+The worker owns none of ``storage`` and ``bus``: whoever opened them closes them after
+:meth:`ProcessorWorker.stop`. Provisioning (queues, tables, topic) happens before, once per
+deployment or process group (:func:`shared.provision.ensure_resources`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from processor.chunk_failures import ChunkFailureReporter
+from processor.gate_keeper import GateKeeper
+from processor.rating_step import RatingStep
+from processor.trigger_subscriber import TriggerSubscriber, fans_out, subscription_spec
+from shared.batch_records import BatchRecords
+from shared.bus.ports import TriggerBus
+from shared.listener import (
+    Heartbeat,
+    Lease,
+    ListenerConfig,
+    ListenerSnapshot,
+    QueueListener,
+    new_instance_id,
+    work_sources,
+)
+from shared.messages import TriggerEvent
+from shared.pricebook_store import PricebookStore
+from shared.settings import Priority, Settings
+from shared.storage.ports import StorageAccount
+
+log = logging.getLogger(__name__)
+
+#: How long :meth:`ProcessorWorker.start` waits for its trigger subscriptions to open.
+SUBSCRIBE_WAIT_SECONDS = 10.0
+
+
+class WorkerSnapshot(BaseModel):
+    """A processor instance at one moment: its gate and its listener's state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_id: str
+    priorities: list[Priority]
+    released: bool
+    paused: bool
+    started_at: datetime | None
+    listener: ListenerSnapshot
+
+
+class ProcessorWorker:
+    """A processor instance in this process (several per process are fine, e.g. in tests)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        storage: StorageAccount,
+        bus: TriggerBus,
+        *,
+        priorities: Iterable[Priority] | None = None,
+        instance_id: str | None = None,
+        gate_poll_seconds: float | None = None,
+        heartbeat_busy_seconds: float = 10.0,
+        heartbeat_idle_seconds: float = 60.0,
+        **listener_overrides: Any,
+    ) -> None:
+        """``listener_overrides`` are :class:`~shared.listener.ListenerConfig` fields (e.g.
+        ``safety_poll_seconds=1``) on top of the settings. The gate is re-read every
+        ``gate_poll_seconds`` (default: the safety poll interval)."""
+        self.settings = settings
+        self.instance_id = instance_id or new_instance_id()
+        self.priorities: list[Priority] = list(
+            settings.processor_priorities if priorities is None else priorities
+        )
+        if not self.priorities:
+            raise ValueError("a processor must serve at least one priority")
+        config = ListenerConfig.from_settings(settings, **listener_overrides)
+        output = storage.queue(settings.output_queue)
+        control = storage.container(settings.control_container)
+        self.step = RatingStep(
+            payloads=storage.container(settings.payload_container),
+            results=storage.container(settings.results_container),
+            output=output,
+            pricebooks=PricebookStore(control),
+            batches=BatchRecords(storage.table(settings.batches_table)),
+            instance_id=self.instance_id,
+        )
+        self.listener = QueueListener(
+            work_sources(storage, settings, self.priorities),
+            self._handle,
+            config,
+            trigger_available=True,
+            on_poison=ChunkFailureReporter(output),
+            name=f"processor-{self.instance_id}",
+        )
+        self.gate = GateKeeper(
+            control,
+            self.listener,
+            poll_seconds=gate_poll_seconds or config.safety_poll_seconds,
+        )
+        self.subscriber = TriggerSubscriber(
+            bus,
+            [subscription_spec(settings, self.instance_id, p) for p in self.priorities],
+            on_work=self._on_trigger,
+            on_gate=self.gate.on_event,
+            on_reconnect=self._on_reconnect,
+            name=f"trigger-{self.instance_id}",
+        )
+        self.heartbeat = Heartbeat(
+            storage.table(settings.heartbeats_table),
+            self.listener.state,
+            role="processor",
+            instance_id=self.instance_id,
+            busy_interval=heartbeat_busy_seconds,
+            idle_interval=heartbeat_idle_seconds,
+        )
+        self._started_at: datetime | None = None
+
+    def start(self) -> None:
+        """Subscribe first, then read the gate: a release broadcast in between is not missed."""
+        self._started_at = datetime.now(UTC)
+        self.heartbeat.start()
+        self.subscriber.start()
+        if not self.subscriber.wait_ready(SUBSCRIBE_WAIT_SECONDS):
+            log.warning(
+                "%s: trigger subscriptions not open yet; the safety poll covers until they are",
+                self.instance_id,
+            )
+        self.gate.start()
+        log.info(
+            "processor %s started on %s priority work (%s trigger subscriptions)",
+            self.instance_id,
+            ",".join(self.priorities),
+            "per-instance" if fans_out(self.settings) else "shared",
+        )
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop receiving, let in-flight messages finish (up to ``timeout``, default the
+        visibility timeout), write a last heartbeat. True if everything ended in time."""
+        wait = self.listener.config.visibility_timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        self.gate.stop()
+        subscriber_done = self.subscriber.stop(_left(deadline))
+        listener_done = self.listener.stop(_left(deadline))
+        self.heartbeat.stop()
+        log.info("processor %s stopped", self.instance_id)
+        return subscriber_done and listener_done
+
+    def snapshot(self) -> WorkerSnapshot:
+        return WorkerSnapshot(
+            instance_id=self.instance_id,
+            priorities=self.priorities,
+            released=self.gate.released,
+            paused=self.listener.paused,
+            started_at=self._started_at,
+            listener=self.listener.snapshot(),
+        )
+
+    # --- wiring ---------------------------------------------------------------------------
+    def _handle(self, lease: Lease) -> None:
+        self.step.handle(lease.content)
+
+    def _on_trigger(self, event: TriggerEvent) -> None:
+        started = self.listener.on_work_detected()
+        log.debug("trigger for batch %s: +%d threads", event.batch_id, started)
+
+    def _on_reconnect(self) -> None:
+        """Events may have been missed while the subscription was down: look again."""
+        self.gate.refresh()
+        self.listener.on_work_detected()
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 0.0)

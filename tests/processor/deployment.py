@@ -1,0 +1,162 @@
+"""A small deployment for the processor tests: settings, storage, bus, and what to observe.
+
+Batches are published with the initiator's real :class:`~initiator.publishing.Publisher`
+(payload blobs, record, work items, trigger) — the processor sees exactly what production
+intake leaves on the queues.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from initiator.publishing import BatchIntent, FaultHook, Publisher
+from shared.batch_records import BatchRecord, BatchRecords
+from shared.bus import open_bus
+from shared.bus.ports import TriggerBus
+from shared.messages import ChunkFailed, ChunkResult
+from shared.pricebook_store import PricebookStore
+from shared.provision import ensure_resources
+from shared.settings import Priority, Settings
+from shared.storage import open_storage
+from shared.storage.ports import StorageAccount
+from shared.transactions import ControlTotalsBuilder, Transaction
+from tests.support.names import unique_name
+
+#: (customer, sku, quantity, region) of one transaction
+Row = tuple[str, str, int, str]
+OutputMessage = ChunkResult | ChunkFailed
+
+
+def deployment_settings(
+    tmp_path: Path, connection_string: str | None = None, **extra: Any
+) -> Settings:
+    token = unique_name("t")[:10]
+    values: dict[str, Any] = {
+        "data_dir": tmp_path / "billing",
+        "partitions": 2,
+        "work_queue_prefix": f"w{token}",
+        "output_queue": f"o{token}",
+        "payload_container": f"p{token}",
+        "results_container": f"r{token}",
+        "control_container": f"c{token}",
+        "batches_table": f"batches{token}",
+        "chunks_table": f"chunks{token}",
+        "heartbeats_table": f"hb{token}",
+        "trigger_topic": f"trig{token}",
+    }
+    if connection_string is not None:
+        values |= {
+            "storage_connection_string": connection_string,
+            "storage_retry_total": 2,
+            "storage_retry_backoff_seconds": 0.05,
+        }
+    return Settings(_env_file=None, **(values | extra))  # type: ignore[call-arg]
+
+
+def fast_worker_options(**overrides: Any) -> dict[str, Any]:
+    """Listener and worker timings short enough for tests; the formulas do not care."""
+    return {
+        "visibility_timeout": 2,
+        "backoff_min_idle": 0.01,
+        "backoff_delta": 0.01,
+        "backoff_max_idle": 0.3,
+        "safety_poll_seconds": 30.0,
+        "empty_recheck_seconds": 0.0,
+        "heartbeat_busy_seconds": 1.0,
+        "heartbeat_idle_seconds": 5.0,
+        **overrides,
+    }
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = 10.0, step: float = 0.01) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(step)
+    return condition()
+
+
+@dataclass
+class Deployment:
+    settings: Settings
+    storage: StorageAccount
+    bus: TriggerBus
+
+    @classmethod
+    def open(cls, settings: Settings, *, provision: bool = True) -> Deployment:
+        storage = open_storage(settings)
+        bus = open_bus(settings)
+        if provision:
+            ensure_resources(settings, storage, bus)
+        return cls(settings, storage, bus)
+
+    def close(self) -> None:
+        self.bus.close()
+        self.storage.close()
+
+    # --- preparing ------------------------------------------------------------------------
+    def upload_pricebook(self, document: dict[str, Any]) -> str:
+        control = self.storage.container(self.settings.control_container)
+        return PricebookStore(control).upload(json.dumps(document).encode())
+
+    def publish(
+        self,
+        chunks: Sequence[Sequence[Row]],
+        *,
+        pricebook_version: str,
+        priority: Priority = "normal",
+        fault: FaultHook | None = None,
+        bus: TriggerBus | None = None,
+    ) -> str:
+        """Publish a batch of ``chunks`` the way the initiator does; returns the batch id."""
+        batch_id = unique_name("b")
+        publisher = Publisher(self.storage, bus or self.bus, self.settings, fault=fault)
+        intent = BatchIntent(batch_id, priority, pricebook_version, datetime.now(UTC))
+        publication = publisher.begin(intent)
+        totals = ControlTotalsBuilder()
+        line = 2  # line 1 is the header
+        for rows in chunks:
+            numbered = []
+            for customer, sku, quantity, region in rows:
+                tid = f"{batch_id}-{line}"
+                numbered.append((line, transaction(tid, customer, sku, quantity, region)))
+                totals.add(tid, quantity)
+                line += 1
+            publication.add_chunk(numbered)
+        publication.commit(totals.build(), body_bytes=0, body_sha256="0" * 64)
+        return batch_id
+
+    def batch(self, batch_id: str) -> BatchRecord | None:
+        stored = BatchRecords(self.storage.table(self.settings.batches_table)).find(batch_id)
+        return None if stored is None else stored.record
+
+    # --- observing ------------------------------------------------------------------------
+    def output(self) -> list[OutputMessage]:
+        """Everything on the output queue (peeked: left in place for the controller)."""
+        peeked = self.storage.queue(self.settings.output_queue).peek()
+        return [_parse_output(message.content) for message in peeked]
+
+    def results(self) -> list[ChunkResult]:
+        return [m for m in self.output() if isinstance(m, ChunkResult)]
+
+    def work_depth(self) -> int:
+        names = self.settings.all_work_queues()
+        return sum(self.storage.queue(name).approximate_count() for name in names)
+
+
+def transaction(tid: str, customer: str, sku: str, quantity: int, region: str) -> Transaction:
+    at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC) + timedelta(seconds=len(tid))
+    return Transaction(tid, customer, sku, quantity, region, at)
+
+
+def _parse_output(text: str) -> OutputMessage:
+    if json.loads(text).get("kind") == "chunk-failed":
+        return ChunkFailed.model_validate_json(text)
+    return ChunkResult.from_text(text)
