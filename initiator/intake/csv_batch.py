@@ -49,7 +49,7 @@ def csv_records(
             if len(row) == width:
                 records += 1
                 digits = row[qty]
-                # quantity_from_text, inlined: this loop runs once per line of the batch.
+                # Plain ASCII digits only: no sign, blank, decimal point or other digit forms.
                 if digits.isdigit() and digits.isascii() and len(digits) <= max_digits:
                     quantity: int | None = int(digits)
                 else:

@@ -50,9 +50,8 @@ class TransactionValidator:
     ) -> None:
         self._add_id = duplicates.add
         self._problems = problems
-        # Canonical strings per code (None when unknown): one dict lookup per line instead of
-        # a method call, and every transaction shares the same str object for its SKU.
-        # Bounded: unknown codes are problems, and the scan stops after max_problems.
+        # Canonical strings per known code: one dict lookup per line instead of a method
+        # call, and every transaction shares the same str object for its SKU.
         self._skus = _CodeCache(codes.has_sku)
         self._regions = _CodeCache(codes.has_region)
 
@@ -149,7 +148,8 @@ class _CodeCache(dict[str, str | None]):
     """Maps a code to its canonical string, or None when the pricebook lacks it.
 
     A dict subclass so the per-line lookup is a plain subscription; only the first sight
-    of a code calls the pricebook.
+    of a known code calls the pricebook. Unknown codes are not kept, so a hostile file of
+    millions of distinct bad codes cannot grow the cache beyond the pricebook's size.
     """
 
     def __init__(self, lookup: Callable[[str], bool]) -> None:
@@ -157,9 +157,10 @@ class _CodeCache(dict[str, str | None]):
         self._lookup = lookup
 
     def __missing__(self, code: str) -> str | None:
-        canonical = code if self._lookup(code) else None
-        self[code] = canonical
-        return canonical
+        if not self._lookup(code):
+            return None
+        self[code] = code
+        return code
 
 
 def id_problem(name: str, value: str) -> str | None:

@@ -64,7 +64,7 @@ class BatchRejected(Exception):  # noqa: N818 - the name the HTTP layer and issu
         self.title = title
         self.problems = problems
         self.problems_truncated = problems_truncated
-        """True when more problems existed than were kept (the scan stopped at the limit)."""
+        """True when the list stopped at the limit: more problems may exist than are listed."""
 
     def body(self) -> dict[str, Any]:
         """A JSON-ready body in the spirit of RFC 9457 problem details."""
