@@ -41,6 +41,10 @@ from shared.transactions import ControlTotals
 
 BATCH_PARTITION = "batch"
 _TOTALS_PREFIX = "control_"
+_WAREHOUSE_PREFIX = "warehouse_"
+#: A record names at most this many failed chunks (a table property holds 64 KiB); the
+#: controller's chunks table has them all.
+MAX_NAMED_FAILED_CHUNKS = 100
 
 
 class BatchStatus(StrEnum):
@@ -80,32 +84,55 @@ class BatchRecord(BaseModel):
     body_sha256: str | None = None
     control_totals: ControlTotals | None = None
     idempotency_key_hash: str | None = None
+    # Written by the controller when it closes the batch (copied from the warehouse row).
+    completed_at: datetime | None = None
+    warehouse_totals: ControlTotals | None = None
+    reconciled: bool | None = Field(default=None, description="null until the batch is closed")
+    failed_chunks: tuple[int, ...] = Field(
+        default=(), description=f"the first {MAX_NAMED_FAILED_CHUNKS} failed chunk numbers"
+    )
 
     def to_properties(self) -> dict[str, Any]:
         """Flat table properties. ``id_checksum`` is unsigned 64-bit, above Edm.Int64: a string."""
-        properties = self.model_dump(exclude={"control_totals"}, exclude_none=True, mode="python")
+        properties = self.model_dump(
+            exclude={"control_totals", "warehouse_totals", "failed_chunks"},
+            exclude_none=True,
+            mode="python",
+        )
         properties["status"] = self.status.value
-        if self.control_totals is not None:
-            totals = self.control_totals
-            properties[f"{_TOTALS_PREFIX}transactions"] = totals.transactions
-            properties[f"{_TOTALS_PREFIX}quantity"] = totals.quantity
-            properties[f"{_TOTALS_PREFIX}id_checksum"] = str(totals.id_checksum)
+        for prefix, totals in (
+            (_TOTALS_PREFIX, self.control_totals),
+            (_WAREHOUSE_PREFIX, self.warehouse_totals),
+        ):
+            if totals is not None:
+                properties[f"{prefix}transactions"] = totals.transactions
+                properties[f"{prefix}quantity"] = totals.quantity
+                properties[f"{prefix}id_checksum"] = str(totals.id_checksum)
+        if self.failed_chunks:
+            # A table property holds no list: the numbers as one comma-separated string.
+            properties["failed_chunks"] = ",".join(map(str, self.failed_chunks))
         return properties
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, Any]) -> BatchRecord:
         values = dict(properties)
-        totals = {
-            name.removeprefix(_TOTALS_PREFIX): values.pop(name)
-            for name in list(values)
-            if name.startswith(_TOTALS_PREFIX)
-        }
-        if totals:
-            values["control_totals"] = ControlTotals(
-                transactions=int(totals["transactions"]),
-                quantity=int(totals["quantity"]),
-                id_checksum=int(totals["id_checksum"]),
-            )
+        for prefix, field in (
+            (_TOTALS_PREFIX, "control_totals"),
+            (_WAREHOUSE_PREFIX, "warehouse_totals"),
+        ):
+            totals = {
+                name.removeprefix(prefix): values.pop(name)
+                for name in list(values)
+                if name.startswith(prefix)
+            }
+            if totals:
+                values[field] = ControlTotals(
+                    transactions=int(totals["transactions"]),
+                    quantity=int(totals["quantity"]),
+                    id_checksum=int(totals["id_checksum"]),
+                )
+        failed = values.pop("failed_chunks", "")
+        values["failed_chunks"] = tuple(int(number) for number in str(failed).split(",") if number)
         return cls.model_validate(values)
 
     def last_seen(self) -> datetime:

@@ -1,0 +1,143 @@
+"""The warehouse's ``batches`` row: created from the batch record on a batch's first chunk.
+
+Intake writes the batch record (table storage) but never touches the warehouse; the first
+controller thread that meets a chunk of the batch copies what the warehouse needs — the
+control totals above all — into a ``batches`` row, which the charges, invoices and applied
+marks then refer to. Several threads and processes may meet the batch's first chunks at
+once: ``INSERT … ON CONFLICT DO NOTHING`` lets exactly one row in without an error.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import Engine, Table, exists, select
+from sqlalchemy.dialects import postgresql, sqlite
+
+from controller.warehouse.models import Batch
+from shared.batch_records import BatchRecord
+from shared.transactions import ControlTotals
+
+#: Warehouse statuses of a batch still taking chunks, and of a closed one.
+OPEN_STATUSES = ("accepted", "processing")
+CLOSED_STATUSES = ("completed", "failed")
+
+
+class BatchNotReadyError(RuntimeError):
+    """The batch record lacks what the warehouse row needs (it was never accepted)."""
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    """The parts of a ``batches`` row that completion reads."""
+
+    batch_id: str
+    status: str
+    chunks: int
+    control: ControlTotals
+    completed_at: datetime | None
+    warehouse: ControlTotals | None
+    reconciled: bool | None
+
+    @property
+    def closed(self) -> bool:
+        return self.status in CLOSED_STATUSES
+
+
+class BatchRows:
+    """Creates and reads ``batches`` rows; remembers which exist to skip needless writes."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._known: set[str] = set()
+        self._lock = threading.Lock()
+
+    def exists(self, batch_id: str) -> bool:
+        with self._lock:
+            if batch_id in self._known:
+                return True
+        with self._engine.connect() as connection:
+            found = bool(connection.scalar(select(exists().where(Batch.batch_id == batch_id))))
+        if found:
+            self._remember(batch_id)
+        return found
+
+    def ensure(self, record: BatchRecord) -> None:
+        """Insert the row for ``record`` unless it exists (race-safe, idempotent)."""
+        if self.exists(record.batch_id):
+            return
+        if record.control_totals is None or record.accepted_at is None:
+            raise BatchNotReadyError(
+                f"batch {record.batch_id} is {record.status.value}: it has no control totals "
+                "or acceptance time yet"
+            )
+        totals = record.control_totals
+        values = {
+            "batch_id": record.batch_id,
+            "priority": record.priority,
+            "transactions": record.transactions,
+            "chunks": record.chunks,
+            "pricebook_version": record.pricebook_version,
+            "status": "processing",  # a chunk of it has reached the controller
+            "accepted_at": record.accepted_at,
+            "control_transactions": totals.transactions,
+            "control_quantity": totals.quantity,
+            "control_id_checksum": totals.id_checksum,
+        }
+        with self._engine.begin() as connection:
+            connection.execute(_insert_if_absent(connection.dialect.name).values(values))
+        self._remember(record.batch_id)
+
+    def get(self, batch_id: str) -> BatchRow | None:
+        query = select(
+            Batch.status,
+            Batch.chunks,
+            Batch.control_transactions,
+            Batch.control_quantity,
+            Batch.control_id_checksum,
+            Batch.completed_at,
+            Batch.warehouse_transactions,
+            Batch.warehouse_quantity,
+            Batch.warehouse_id_checksum,
+            Batch.reconciled,
+        ).where(Batch.batch_id == batch_id)
+        with self._engine.connect() as connection:
+            row = connection.execute(query).one_or_none()
+        if row is None:
+            return None
+        warehouse = None
+        if row.warehouse_transactions is not None:
+            warehouse = ControlTotals(
+                transactions=row.warehouse_transactions,
+                quantity=row.warehouse_quantity,
+                id_checksum=row.warehouse_id_checksum,
+            )
+        return BatchRow(
+            batch_id=batch_id,
+            status=row.status,
+            chunks=row.chunks,
+            control=ControlTotals(
+                transactions=row.control_transactions,
+                quantity=row.control_quantity,
+                id_checksum=row.control_id_checksum,
+            ),
+            completed_at=row.completed_at,
+            warehouse=warehouse,
+            reconciled=row.reconciled,
+        )
+
+    def _remember(self, batch_id: str) -> None:
+        with self._lock:
+            self._known.add(batch_id)
+
+
+def _insert_if_absent(dialect: str) -> postgresql.Insert | sqlite.Insert:
+    table = Batch.__table__
+    assert isinstance(table, Table)
+    if dialect == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=[table.c.batch_id])
+    if dialect == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=[table.c.batch_id])
+    raise NotImplementedError(f"the warehouse supports SQLite and PostgreSQL, not {dialect}")

@@ -1,0 +1,150 @@
+"""Batch completion: when every chunk is settled, exactly one controller closes the batch.
+
+A chunk is *settled* when it is applied (its mark is in the warehouse) or failed (its
+entity in the chunks table, see :mod:`controller.failed_chunks`) — applied wins if both.
+After every chunk it handles, a controller thread tallies the batch **from the stores**
+(never from an in-memory counter, which another process would not share): the handler that
+settles the last chunk necessarily sees all the others, since each one's write is durable
+before its own tally starts.
+
+Closing computes the reconciliation first (read-only) and then moves the row in one
+conditional statement::
+
+    UPDATE batches SET status = 'completed', completed_at = …, warehouse_… = …, reconciled = …
+    WHERE batch_id = ? AND status IN ('accepted', 'processing')
+
+Two controllers that tally the last chunk at the same moment both try; the database lets
+exactly one update match (``rowcount == 1``), and only that one logs the outcome. A crash
+between the reconciliation and the update changes nothing: the next tally closes it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine, func, select, update
+
+from controller.batch_rows import OPEN_STATUSES, BatchRow, BatchRows
+from controller.failed_chunks import FailedChunks
+from controller.reconciliation import Reconciliation, reconcile
+from controller.warehouse.models import AppliedChunk, Batch
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChunkTally:
+    """How many of a batch's chunks are applied, and which failed (and are not applied)."""
+
+    total: int
+    applied: int
+    failed: tuple[int, ...]
+
+    @property
+    def settled(self) -> int:
+        return self.applied + len(self.failed)
+
+    @property
+    def complete(self) -> bool:
+        return self.settled >= self.total
+
+
+@dataclass(frozen=True)
+class Settlement:
+    """A batch after a tally: still open, or closed (by this call or an earlier one)."""
+
+    batch_id: str
+    tally: ChunkTally
+    row: BatchRow
+    closed_now: bool = False
+    reconciliation: Reconciliation | None = None
+
+
+class BatchCompletion:
+    """Tallies batches and closes the settled ones (safe across threads and processes)."""
+
+    def __init__(self, engine: Engine, rows: BatchRows, failures: FailedChunks) -> None:
+        self._engine = engine
+        self._rows = rows
+        self._failures = failures
+
+    def tally(self, batch_id: str, total: int) -> ChunkTally:
+        """Count from the warehouse (applied marks) and the chunks table (failures)."""
+        with self._engine.connect() as connection:
+            applied = connection.scalar(
+                select(func.count())
+                .select_from(AppliedChunk)
+                .where(AppliedChunk.batch_id == batch_id)
+            )
+            applied = int(applied or 0)
+            if applied >= total:
+                return ChunkTally(total, applied, ())
+            failed = [failure.chunk for failure in self._failures.of_batch(batch_id)]
+            if not failed:
+                return ChunkTally(total, applied, ())
+            # Applied wins: a chunk whose work item was poisoned after its result had been
+            # sent may be both. Counted once, as applied.
+            also_applied = set(
+                connection.scalars(
+                    select(AppliedChunk.chunk).where(
+                        AppliedChunk.batch_id == batch_id, AppliedChunk.chunk.in_(failed)
+                    )
+                )
+            )
+        return ChunkTally(total, applied, tuple(c for c in failed if c not in also_applied))
+
+    def settle(self, batch_id: str) -> Settlement | None:
+        """Tally the batch and close it if every chunk is settled; None if it has no row."""
+        row = self._rows.get(batch_id)
+        if row is None:
+            return None
+        tally = self.tally(batch_id, row.chunks)
+        if row.closed or not tally.complete:
+            return Settlement(batch_id, tally, row)
+        reconciliation = reconcile(self._engine, batch_id, row.control)
+        if not self._close(row, tally, reconciliation):
+            closed = self._rows.get(batch_id)  # another controller won: report its outcome
+            return Settlement(batch_id, tally, closed or row)
+        self._log_outcome(tally, reconciliation)
+        closed = self._rows.get(batch_id)
+        assert closed is not None  # rows are never deleted
+        return Settlement(batch_id, tally, closed, closed_now=True, reconciliation=reconciliation)
+
+    def _close(self, row: BatchRow, tally: ChunkTally, reconciliation: Reconciliation) -> bool:
+        """The conditional update; True if this call moved the row (exactly one does)."""
+        totals = reconciliation.warehouse
+        statement = (
+            update(Batch)
+            .where(Batch.batch_id == row.batch_id, Batch.status.in_(OPEN_STATUSES))
+            .values(
+                status="failed" if tally.failed else "completed",
+                completed_at=datetime.now(UTC),
+                warehouse_transactions=totals.transactions,
+                warehouse_quantity=totals.quantity,
+                warehouse_id_checksum=totals.id_checksum,
+                # A failed batch lacks its failed chunks' transactions: it never reconciles.
+                reconciled=reconciliation.reconciled and not tally.failed,
+            )
+        )
+        with self._engine.begin() as connection:
+            return connection.execute(statement).rowcount == 1
+
+    @staticmethod
+    def _log_outcome(tally: ChunkTally, reconciliation: Reconciliation) -> None:
+        batch_id = reconciliation.batch_id
+        if tally.failed:
+            log.error(
+                "batch %s failed: chunks %s are in a poison queue (%d of %d applied)",
+                batch_id,
+                list(tally.failed),
+                tally.applied,
+                tally.total,
+            )
+        else:
+            log.info("batch %s completed: all %d chunks applied", batch_id, tally.total)
+        if reconciliation.reconciled:
+            log.info("%s", reconciliation.describe())
+        else:
+            log.error("%s", reconciliation.describe())

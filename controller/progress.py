@@ -1,0 +1,125 @@
+"""The live status: the controller copies each tally and each outcome into the batch record.
+
+``GET /batches/{id}`` answers from the batch record alone (one table read, no SQL per
+poll). The figures themselves come from the warehouse: after every chunk the controller
+writes the tally it just took, and when a batch closes it copies the closed row's figures
+(status, completion time, warehouse totals, ``reconciled``) and the failed chunks' numbers.
+
+Every write is ETag-conditional and **monotonic**: several controller threads tally the
+same batch at once, and a slower one must not replace a newer count with an older one. On
+a 412 the record is read again and the write skipped if it is already as far along.
+Progress is advisory (the next chunk writes a newer count) so giving up on it only logs;
+the outcome is not, so :meth:`BatchRecordUpdates.outcome` raises, which leaves the result
+message to reappear and the copy to be retried.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from azure.core.exceptions import ResourceModifiedError
+
+from controller.completion import Settlement
+from shared.batch_records import (
+    MAX_NAMED_FAILED_CHUNKS,
+    BatchRecord,
+    BatchRecords,
+    BatchStatus,
+    StoredBatch,
+)
+
+log = logging.getLogger(__name__)
+
+FINAL = frozenset({BatchStatus.COMPLETED, BatchStatus.FAILED})
+#: Conditional writes lost to other controller threads before giving up.
+MAX_ATTEMPTS = 20
+
+
+class OutcomeNotRecordedError(RuntimeError):
+    """The batch record could not be brought up to date with the closed warehouse row."""
+
+
+class BatchRecordUpdates:
+    """Brings batch records (table storage) up to date with the warehouse."""
+
+    def __init__(self, records: BatchRecords, max_attempts: int = MAX_ATTEMPTS) -> None:
+        self._records = records
+        self._max_attempts = max_attempts
+
+    def apply(self, settlement: Settlement) -> None:
+        """Progress of an open batch, or the outcome of a closed one."""
+        if settlement.row.closed:
+            self.outcome(settlement)
+        else:
+            self.progress(settlement)
+
+    def progress(self, settlement: Settlement) -> None:
+        tally = settlement.tally
+
+        def changes(record: BatchRecord) -> dict[str, Any]:
+            if record.status in FINAL:
+                return {}  # the outcome is written; counts no longer move
+            wanted = {
+                "chunks_applied": max(record.chunks_applied, tally.applied),
+                "chunks_failed": max(record.chunks_failed, len(tally.failed)),
+                "status": BatchStatus.PROCESSING
+                if record.status is BatchStatus.ACCEPTED
+                else record.status,
+            }
+            return _different(record, wanted)
+
+        if not self._write(settlement.batch_id, changes):
+            log.warning(
+                "progress of batch %s not recorded after %d attempts (the next chunk will)",
+                settlement.batch_id,
+                self._max_attempts,
+            )
+
+    def outcome(self, settlement: Settlement) -> None:
+        row, tally = settlement.row, settlement.tally
+        status = BatchStatus.FAILED if row.status == "failed" else BatchStatus.COMPLETED
+
+        def changes(record: BatchRecord) -> dict[str, Any]:
+            return _different(
+                record,
+                {
+                    "status": status,
+                    "completed_at": row.completed_at,
+                    "warehouse_totals": row.warehouse,
+                    "reconciled": row.reconciled,
+                    "chunks_applied": tally.applied,
+                    "chunks_failed": len(tally.failed),
+                    "failed_chunks": tally.failed[:MAX_NAMED_FAILED_CHUNKS],
+                },
+            )
+
+        if not self._write(settlement.batch_id, changes):
+            raise OutcomeNotRecordedError(
+                f"batch {settlement.batch_id} is {row.status} in the warehouse but its record "
+                f"could not be updated in {self._max_attempts} attempts"
+            )
+
+    def _write(self, batch_id: str, changes: Any) -> bool:
+        """Read, compute ``changes(record)``, write them conditionally; retry on 412.
+
+        True once the record holds the changes (or has none to take, or is gone).
+        """
+        for _ in range(self._max_attempts):
+            stored: StoredBatch | None = self._records.find(batch_id)
+            if stored is None:
+                log.warning("batch %s has no record any more; status not updated", batch_id)
+                return True
+            update = changes(stored.record)
+            if not update:
+                return True
+            try:
+                self._records.save(stored, stored.record.model_copy(update=update))
+            except ResourceModifiedError:
+                continue  # another thread wrote first: look again
+            return True
+        return False
+
+
+def _different(record: BatchRecord, wanted: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in wanted.items() if getattr(record, name) != value}

@@ -1,0 +1,223 @@
+"""The controller's handler: one message of the output queue in, the warehouse up to date.
+
+Two kinds of message arrive on the output queue (:mod:`shared.messages`):
+
+``ChunkResult`` (a rated chunk, by claim check)
+    skip it if the chunk's applied mark exists (a redelivery) → fetch the result blob →
+    check its sha256 → make sure the batch has its ``batches`` row → apply it in one
+    database transaction (:func:`controller.reducer.apply_chunk`).
+``ChunkFailed`` (``kind = "chunk-failed"``: the work item went to a poison queue)
+    record the failed chunk (:mod:`controller.failed_chunks`).
+
+Then, for both, tally the batch, close it when every chunk is settled
+(:mod:`controller.completion`) and copy the tally or the outcome into the batch record
+(:mod:`controller.progress`). Only when all of that returned does the listener delete the
+message; if anything raises, the message reappears and the whole sequence runs again,
+which is harmless: every step is idempotent and a redelivered result is skipped by its mark.
+
+A result message that keeps failing is poisoned by the listener; :meth:`ResultHandler.on_poison`
+then records its chunk as failed (unless it was applied after all), so the batch still closes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from controller.batch_rows import BatchRows
+from controller.completion import BatchCompletion, Settlement
+from controller.failed_chunks import FailedChunks
+from controller.progress import BatchRecordUpdates
+from controller.reducer import IdSource, apply_chunk, is_applied
+from processor.chunk_result import RatedChunk, decode_result
+from shared.batch_records import BatchRecords
+from shared.listener import Lease
+from shared.messages import ChunkFailed, ChunkResult
+from shared.settings import poison_queue
+from shared.storage.ports import BlobContainer, QueueMessage
+
+log = logging.getLogger(__name__)
+
+OutputMessage = ChunkResult | ChunkFailed
+
+
+class ResultIntegrityError(RuntimeError):
+    """The result blob is not the one the message describes."""
+
+
+class UnknownBatchError(RuntimeError):
+    """A result for a batch that has no record: never accepted, or its record was removed."""
+
+
+def parse_output_message(text: str) -> OutputMessage:
+    """A ``ChunkFailed`` if its ``kind`` says so, else a ``ChunkResult`` (which has no kind)."""
+    document = json.loads(text)
+    if isinstance(document, dict) and document.get("kind") == "chunk-failed":
+        return ChunkFailed.model_validate(document)
+    return ChunkResult.model_validate(document)
+
+
+@dataclass
+class ControllerCounters:
+    """What this process did, for :meth:`ControllerWorker.snapshot`."""
+
+    chunks_applied: int = 0
+    chunks_skipped: int = 0
+    failures_recorded: int = 0
+    batches_closed: int = 0
+
+
+class ResultHandler:
+    """Applies output-queue messages to the warehouse; safe to call from many threads."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        results: BlobContainer,
+        records: BatchRecords,
+        failures: FailedChunks,
+        allocator: IdSource,
+    ) -> None:
+        self._engine = engine
+        self._results = results
+        self._records = records
+        self._failures = failures
+        self._allocator = allocator
+        self._rows = BatchRows(engine)
+        self._completion = BatchCompletion(engine, self._rows, failures)
+        self._updates = BatchRecordUpdates(records)
+        self._lock = threading.Lock()
+        self._counters = ControllerCounters()
+
+    def counters(self) -> ControllerCounters:
+        with self._lock:
+            return ControllerCounters(**vars(self._counters))
+
+    # --- the listener's callbacks ---------------------------------------------------------
+    def handle(self, lease: Lease) -> None:
+        self.handle_text(lease.content)
+
+    def on_poison(self, message: QueueMessage, queue_name: str, last_error: str) -> None:
+        """A result message gave up: its chunk is failed, unless it was applied after all."""
+        try:
+            parsed = parse_output_message(message.content)
+        except ValueError:
+            log.error("unreadable message %s poisoned from %s", message.id, queue_name)
+            return
+        if isinstance(parsed, ChunkFailed):
+            self.chunk_failed(parsed)
+            return
+        if is_applied(self._engine, parsed.batch_id, parsed.chunk):
+            self.settle(parsed.batch_id)
+            return
+        self.chunk_failed(
+            ChunkFailed(
+                batch_id=parsed.batch_id,
+                chunk=parsed.chunk,
+                poison_queue=poison_queue(queue_name),
+                error=f"result not applied: {last_error}",
+            )
+        )
+
+    # --- the work ---------------------------------------------------------------------------
+    def handle_text(self, text: str) -> None:
+        message = parse_output_message(text)
+        if isinstance(message, ChunkFailed):
+            self.chunk_failed(message)
+        else:
+            self.chunk_result(message)
+
+    def chunk_result(self, message: ChunkResult) -> bool:
+        """Apply one result; True if this call applied it, False if it already was."""
+        applied = False
+        if not is_applied(self._engine, message.batch_id, message.chunk):
+            rated = self._fetch(message)
+            self._ensure_row(message.batch_id)
+            applied = apply_chunk(
+                self._engine,
+                batch_id=message.batch_id,
+                chunk=message.chunk,
+                charges=rated.charges,
+                subtotals=rated.subtotals.values(),
+                currency=rated.currency,
+                allocator=self._allocator,
+                processor=message.processor,
+            )
+        self._count("chunks_applied" if applied else "chunks_skipped")
+        if not applied:
+            log.info("chunk %s/%d was already applied: skipped", message.batch_id, message.chunk)
+        self.settle(message.batch_id)
+        return applied
+
+    def chunk_failed(self, message: ChunkFailed) -> None:
+        """Record a failed chunk (idempotent) and settle its batch."""
+        log.error(
+            "chunk %s/%d failed (%s): %s",
+            message.batch_id,
+            message.chunk,
+            message.poison_queue,
+            message.error,
+        )
+        self._failures.record(
+            message.batch_id,
+            message.chunk,
+            poison_queue=message.poison_queue,
+            error=message.error,
+        )
+        self._count("failures_recorded")
+        try:
+            self._ensure_row(message.batch_id)
+        except UnknownBatchError:
+            log.warning("failed chunk %s/%d has no batch record", message.batch_id, message.chunk)
+            return
+        self.settle(message.batch_id)
+
+    def settle(self, batch_id: str) -> Settlement | None:
+        """Tally the batch, close it if settled, and bring its record up to date."""
+        settlement = self._completion.settle(batch_id)
+        if settlement is None:
+            return None
+        if settlement.closed_now:
+            self._count("batches_closed")
+        self._updates.apply(settlement)
+        return settlement
+
+    # --- steps ------------------------------------------------------------------------------
+    def _fetch(self, message: ChunkResult) -> RatedChunk:
+        data = self._results.get(message.result_blob).data
+        digest = hashlib.sha256(data).hexdigest()
+        if digest != message.sha256:
+            raise ResultIntegrityError(
+                f"result blob {message.result_blob} has sha256 {digest}, "
+                f"the message says {message.sha256}"
+            )
+        rated = decode_result(data)
+        if (rated.batch_id, rated.chunk, len(rated.charges)) != (
+            message.batch_id,
+            message.chunk,
+            message.transactions,
+        ):
+            raise ResultIntegrityError(
+                f"result blob {message.result_blob} holds chunk {rated.batch_id}/{rated.chunk} "
+                f"with {len(rated.charges)} charges; the message says "
+                f"{message.batch_id}/{message.chunk} with {message.transactions}"
+            )
+        return rated
+
+    def _ensure_row(self, batch_id: str) -> None:
+        if self._rows.exists(batch_id):
+            return
+        stored = self._records.find(batch_id)
+        if stored is None:
+            raise UnknownBatchError(f"batch {batch_id} has no batch record")
+        self._rows.ensure(stored.record)
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self._counters, name, getattr(self._counters, name) + 1)

@@ -1,0 +1,166 @@
+"""The controller role: a queue listener over the output queue that reduces into the warehouse.
+
+    worker = ControllerWorker(settings, storage)
+    worker.start()        # migrate the warehouse (idempotent), then listen
+    worker.snapshot()     # listener state + what this process applied, skipped, closed
+    worker.stop(timeout)  # finish in-flight messages, then close the engine
+
+What happens to each message is :mod:`controller.results`; this module only wires it: the
+warehouse engine, one order-id allocator per process (seed 002), the batch records, and a
+:class:`~shared.listener.QueueListener` (seed 000) over the output queue and its poison
+queue. Any number of workers may run, in threads or processes: exactly-once comes from the
+warehouse (applied marks, conditional close), not from there being a single controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from pydantic import BaseModel, ConfigDict
+from sqlalchemy import Engine
+
+from controller.failed_chunks import FailedChunks
+from controller.results import ControllerCounters, ResultHandler
+from controller.warehouse import make_engine, upgrade
+from shared.batch_records import BatchRecords
+from shared.ids import OrderIdAllocator
+from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
+from shared.listener.heartbeat import new_instance_id
+from shared.settings import Settings
+from shared.storage.ports import StorageAccount
+
+log = logging.getLogger(__name__)
+
+
+class ControllerSnapshot(BaseModel):
+    """The worker's state at one moment (``billing controller`` logs it at stop)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    instance_id: str
+    running: bool
+    listener: ListenerSnapshot | None
+    chunks_applied: int
+    chunks_skipped: int
+    failures_recorded: int
+    batches_closed: int
+    order_id_reservations: int
+    order_id_conflicts: int
+
+
+def build_result_handler(
+    settings: Settings, storage: StorageAccount, engine: Engine, allocator: OrderIdAllocator
+) -> ResultHandler:
+    """The handler a worker runs, on the resources ``settings`` name."""
+    return ResultHandler(
+        engine=engine,
+        results=storage.container(settings.results_container),
+        records=BatchRecords(storage.table(settings.batches_table)),
+        failures=FailedChunks(storage.table(settings.chunks_table)),
+        allocator=allocator,
+    )
+
+
+def order_id_allocator(settings: Settings, storage: StorageAccount) -> OrderIdAllocator:
+    """The process's allocator: one counter blob in the control container for everyone."""
+    return OrderIdAllocator(
+        storage.container(settings.control_container),
+        range_size=settings.id_range_size,
+        max_retries=settings.id_max_retries,
+    )
+
+
+class ControllerWorker:
+    """Reduces rated chunks from the output queue into the warehouse until stopped."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        storage: StorageAccount,
+        *,
+        engine: Engine | None = None,
+        listener_config: ListenerConfig | None = None,
+        instance_id: str | None = None,
+    ) -> None:
+        """``engine``: a warehouse engine to use (and leave open); default: one made from
+        ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
+        default ``ListenerConfig.from_settings(settings)``."""
+        self.settings = settings
+        self.storage = storage
+        self.instance_id = instance_id or new_instance_id()
+        self._given_engine = engine
+        self._engine: Engine | None = engine
+        self._config = listener_config or ListenerConfig.from_settings(settings)
+        self._allocator = order_id_allocator(settings, storage)
+        self._handler: ResultHandler | None = None
+        self._listener: QueueListener | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def warehouse_url(self) -> str:
+        if self._given_engine is not None:
+            return self._given_engine.url.render_as_string(hide_password=False)
+        return self.settings.resolved_warehouse_url
+
+    @property
+    def handler(self) -> ResultHandler:
+        """The message handler (after :meth:`start`)."""
+        if self._handler is None:
+            raise RuntimeError("the controller worker has not been started")
+        return self._handler
+
+    def start(self) -> None:
+        """Migrate the warehouse to the latest schema, then start listening."""
+        with self._lock:
+            if self._listener is not None:
+                raise RuntimeError("a controller worker starts once; make a new one")
+            upgrade(self.warehouse_url)  # idempotent; safe with several controllers starting
+            if self._engine is None:
+                self._engine = make_engine(self.warehouse_url)
+            self._handler = build_result_handler(
+                self.settings, self.storage, self._engine, self._allocator
+            )
+            self._listener = QueueListener(
+                [QueueSource.from_account(self.storage, self.settings.output_queue)],
+                self._handler.handle,
+                self._config,
+                on_poison=self._handler.on_poison,
+                name=f"controller-{self.instance_id}",
+            )
+            self._listener.start()
+        log.info(
+            "controller %s listening on %s, warehouse %s",
+            self.instance_id,
+            self.settings.output_queue,
+            self._engine.url.render_as_string(hide_password=True),
+        )
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop listening and wait up to ``timeout`` s for in-flight messages; True if clean.
+
+        A message still being handled at the deadline is not deleted: it reappears and is
+        skipped or applied by whoever takes it next.
+        """
+        with self._lock:
+            listener = self._listener
+            finished = listener.stop(timeout) if listener is not None else True
+            if self._given_engine is None and self._engine is not None:
+                self._engine.dispose()
+                self._engine = None
+        return finished
+
+    def snapshot(self) -> ControllerSnapshot:
+        listener = self._listener
+        counters = self._handler.counters() if self._handler else ControllerCounters()
+        return ControllerSnapshot(
+            instance_id=self.instance_id,
+            running=listener is not None and not listener.stopping,
+            listener=listener.snapshot() if listener is not None else None,
+            chunks_applied=counters.chunks_applied,
+            chunks_skipped=counters.chunks_skipped,
+            failures_recorded=counters.failures_recorded,
+            batches_closed=counters.batches_closed,
+            order_id_reservations=self._allocator.reservations,
+            order_id_conflicts=self._allocator.conflicts,
+        )
