@@ -11,7 +11,10 @@ import logging
 from dataclasses import dataclass, field
 
 from fastapi import Request
+from sqlalchemy import Engine
 
+from controller.invoices import InvoiceReader
+from controller.warehouse import make_engine
 from initiator.acceptance import BatchAcceptance
 from initiator.publishing import FaultHook, Publisher, sweep_orphans
 from shared.batch_records import BatchRecords
@@ -36,8 +39,12 @@ class Services:
     records: BatchRecords
     acceptance: BatchAcceptance
     publisher: Publisher = field(repr=False)
+    #: the warehouse, read-only here (invoices); the controller migrates it
+    invoices: InvoiceReader = field(repr=False)
+    warehouse: Engine = field(repr=False)
 
     def close(self) -> None:
+        self.warehouse.dispose()
         self.bus.close()
         self.storage.close()
 
@@ -51,6 +58,7 @@ def open_services(settings: Settings, *, fault: FaultHook | None = None) -> Serv
     pricebooks.install_if_missing(sample_pricebook())
     sweep_orphans(storage, settings)
     publisher = Publisher(storage, bus, settings, fault=fault)
+    warehouse = make_engine(settings.resolved_warehouse_url)  # connects on first use only
     return Services(
         settings=settings,
         storage=storage,
@@ -59,6 +67,8 @@ def open_services(settings: Settings, *, fault: FaultHook | None = None) -> Serv
         records=publisher.records,
         acceptance=BatchAcceptance(publisher, pricebooks, settings),
         publisher=publisher,
+        invoices=InvoiceReader(warehouse),
+        warehouse=warehouse,
     )
 
 

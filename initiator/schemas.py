@@ -33,7 +33,14 @@ class ChunkCounts(BaseModel):
 class BatchTimings(BaseModel):
     received_at: datetime
     accepted_at: datetime | None
+    completed_at: datetime | None = None
     intake_seconds: float | None = Field(description="from the first byte to accepted")
+    end_to_end_seconds: float | None = Field(
+        default=None, description="from the first byte to the batch closed in the warehouse"
+    )
+    throughput: float | None = Field(
+        default=None, description="transactions per second, end to end"
+    )
 
 
 class BatchStatusView(BaseModel):
@@ -46,14 +53,22 @@ class BatchStatusView(BaseModel):
     chunks: ChunkCounts
     control_totals: ControlTotals | None
     warehouse_totals: ControlTotals | None = None
-    reconciled: bool | None = None
+    reconciled: bool | None = Field(default=None, description="null until the batch closes")
+    failed_chunks: list[int] = Field(default_factory=list, description="chunks in a poison queue")
     pricebook_version: str
     payload_bytes: int
     timings: BatchTimings
 
     @classmethod
     def of(cls, record: BatchRecord) -> BatchStatusView:
+        """The view of a batch record: the whole status lives in it (the controller copies
+        its tallies and the warehouse's outcome there), so a poll is one table read."""
         settled = record.chunks_applied + record.chunks_failed
+        end_to_end = (
+            (record.completed_at - record.received_at).total_seconds()
+            if record.completed_at is not None
+            else None
+        )
         return cls(
             batch_id=record.batch_id,
             status=record.status.value,
@@ -66,12 +81,18 @@ class BatchStatusView(BaseModel):
                 in_flight=max(record.chunks - settled, 0),
             ),
             control_totals=record.control_totals,
+            warehouse_totals=record.warehouse_totals,
+            reconciled=record.reconciled,
+            failed_chunks=list(record.failed_chunks),
             pricebook_version=record.pricebook_version,
             payload_bytes=record.payload_bytes,
             timings=BatchTimings(
                 received_at=record.received_at,
                 accepted_at=record.accepted_at,
+                completed_at=record.completed_at,
                 intake_seconds=record.elapsed_intake_seconds(),
+                end_to_end_seconds=end_to_end,
+                throughput=record.transactions / end_to_end if end_to_end else None,
             ),
         )
 

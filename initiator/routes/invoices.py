@@ -1,0 +1,44 @@
+"""``GET /batches/{id}/invoices``: a batch's per-customer totals, a page at a time.
+
+The invoices live in the warehouse (the controller adds each chunk's subtotals to them), so
+this is the one route of the initiator that reads SQL. While a batch is processing, the
+page shows the invoices so far; they are final once the batch status is ``completed``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from controller.invoices import MAX_PAGE_SIZE, InvoiceOrder, InvoicePage, WarehouseNotReadyError
+from initiator.auth import require_api_key
+from initiator.dependencies import Services, get_services
+from initiator.errors import problem
+from initiator.routes.batches import BATCH_ID_PATTERN
+from initiator.schemas import ProblemDetails
+
+router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
+
+
+@router.get(
+    "/batches/{batch_id}/invoices",
+    name="get_batch_invoices",
+    response_model=InvoicePage,
+    responses={404: {"model": ProblemDetails}, 503: {"model": ProblemDetails}},
+)
+def get_batch_invoices(
+    batch_id: Annotated[str, Path(pattern=BATCH_ID_PATTERN)],
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    order: Annotated[InvoiceOrder, Query(description="customer id, or largest total")] = (
+        "customer"
+    ),
+    services: Services = Depends(get_services),
+) -> Any:
+    if services.records.find(batch_id) is None:
+        return problem(404, "Batch not found", f"no batch {batch_id!r}")
+    try:
+        return services.invoices.page(batch_id, limit=limit, offset=offset, order=order)
+    except WarehouseNotReadyError as error:
+        return problem(503, "Warehouse not ready", str(error))
