@@ -1,0 +1,112 @@
+"""The live status in the batch record: the controller's fields and monotonic progress."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from controller.batch_rows import BatchRow
+from controller.completion import ChunkTally, Settlement
+from controller.progress import BatchRecordUpdates
+from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.settings import Settings
+from shared.storage.ports import StorageAccount
+from shared.transactions import ControlTotals
+
+CONTROL = ControlTotals(transactions=40, quantity=900, id_checksum=2**64 - 5)
+
+
+def accepted(batch_id: str) -> BatchRecord:
+    now = datetime.now(UTC)
+    return BatchRecord(
+        batch_id=batch_id,
+        status=BatchStatus.ACCEPTED,
+        priority="high",
+        pricebook_version="v1",
+        received_at=now,
+        accepted_at=now,
+        transactions=40,
+        chunks=4,
+        control_totals=CONTROL,
+    )
+
+
+def settlement(batch_id: str, applied: int, failed: tuple[int, ...] = ()) -> Settlement:
+    row = BatchRow(batch_id, "processing", 4, CONTROL, None, None, None)
+    return Settlement(batch_id, ChunkTally(4, applied, failed), row)
+
+
+def test_the_controllers_fields_round_trip_through_the_table(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    closed = accepted("b-round").model_copy(
+        update={
+            "status": BatchStatus.FAILED,
+            "completed_at": datetime(2025, 6, 1, 12, 0, 1, tzinfo=UTC),
+            "warehouse_totals": ControlTotals(transactions=30, quantity=700, id_checksum=2**63),
+            "reconciled": False,
+            "failed_chunks": (1, 3),
+            "chunks_applied": 2,
+            "chunks_failed": 2,
+        }
+    )
+
+    records.create(closed)
+    stored = records.find("b-round")
+
+    assert stored is not None
+    assert stored.record == closed
+
+
+def test_a_record_written_before_the_controller_reads_with_empty_outcome(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    records.create(accepted("b-fresh"))
+
+    stored = records.find("b-fresh")
+
+    assert stored is not None
+    record = stored.record
+    assert (record.completed_at, record.warehouse_totals, record.reconciled) == (None, None, None)
+    assert record.failed_chunks == ()
+
+
+def test_progress_moves_forward_only_and_marks_the_batch_processing(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    records.create(accepted("b-progress"))
+    updates = BatchRecordUpdates(records)
+
+    updates.progress(settlement("b-progress", applied=3, failed=(2,)))
+    updates.progress(settlement("b-progress", applied=1))  # a slower thread's older tally
+
+    stored = records.find("b-progress")
+    assert stored is not None
+    assert stored.record.status is BatchStatus.PROCESSING
+    assert (stored.record.chunks_applied, stored.record.chunks_failed) == (3, 1)
+
+
+def test_the_outcome_is_copied_from_the_closed_row_and_progress_no_longer_moves_it(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    records.create(accepted("b-outcome"))
+    updates = BatchRecordUpdates(records)
+    completed_at = datetime(2025, 6, 1, 12, 0, 2, tzinfo=UTC)
+    row = BatchRow("b-outcome", "completed", 4, CONTROL, completed_at, CONTROL, True)
+
+    updates.apply(Settlement("b-outcome", ChunkTally(4, 4, ()), row, closed_now=True))
+    updates.progress(settlement("b-outcome", applied=2))
+
+    stored = records.find("b-outcome")
+    assert stored is not None
+    record = stored.record
+    assert record.status is BatchStatus.COMPLETED
+    assert (record.completed_at, record.warehouse_totals, record.reconciled) == (
+        completed_at,
+        CONTROL,
+        True,
+    )
+    assert (record.chunks_applied, record.chunks_failed, record.failed_chunks) == (4, 0, ())
