@@ -7,11 +7,7 @@ import os
 
 import typer
 
-from shared.bus import open_bus
-from shared.lifecycle import run_until_signalled
-from shared.provision import ensure_resources
 from shared.settings import PRIORITIES, Priority, Settings
-from shared.storage import open_storage
 from shared.telemetry import configure_logging
 
 log = logging.getLogger(__name__)
@@ -41,24 +37,6 @@ def initiator(
         log_level="info",
         timeout_graceful_shutdown=3,
     )
-
-
-def _idle_role(name: str) -> None:
-    configure_logging()
-    settings = Settings()
-    storage = open_storage(settings)
-    bus = open_bus(settings)
-
-    def start() -> None:
-        ensure_resources(settings, storage, bus)
-        log.info("%s started", name)
-
-    def stop() -> None:
-        bus.close()
-        storage.close()
-        log.info("%s stopped", name)
-
-    run_until_signalled(start, stop)
 
 
 def processor(
