@@ -11,6 +11,7 @@ from rich.table import Table
 
 from shared import meter
 from shared.demo.scenario import Backend, DemoResult, run_demo
+from shared.money import format_minor_units, minor_exponent
 
 console = Console()
 
@@ -55,15 +56,16 @@ def _report(result: DemoResult) -> None:
     verdict = "[green]reconciled[/]" if result.reconciled else "[red]NOT reconciled[/]"
     console.print(f"result: {verdict}")
 
-    top = sorted(result.invoices, key=lambda invoice: invoice["total"], reverse=True)[:5]
-    invoices = Table(title=f"Top invoices (of {len(result.invoices)})")
+    page = result.invoices
+    invoices = Table(title=f"Top invoices (of {page['total_invoices']:,})")
     for column in ("customer_id", "lines", "net", "tax", "total"):
         invoices.add_column(column, justify="left" if column == "customer_id" else "right")
-    for invoice in top:
+    for invoice in page["invoices"]:
+        exponent = minor_exponent(invoice["currency"])
         invoices.add_row(
             invoice["customer_id"],
             f"{invoice['lines']:,}",
-            *(f"{invoice[k] / 100:,.2f}" for k in ("net", "tax", "total")),
+            *(format_minor_units(invoice[k], exponent) for k in ("net", "tax", "total")),
         )
     console.print(invoices)
 
