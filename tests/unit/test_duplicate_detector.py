@@ -1,4 +1,4 @@
-"""DuplicateDetector: exact answers in both phases (in memory, then sorted runs on disk)."""
+"""DuplicateDetector: exact answers in both phases (in memory, then partitioned on disk)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from initiator.intake import Duplicate, DuplicateDetector
-from initiator.intake.duplicates import MAX_RUNS
 
 
 def expected_duplicates(ids: list[str]) -> list[Duplicate]:
@@ -48,12 +47,12 @@ def test_in_memory_duplicates_are_reported_at_once() -> None:
 def test_spilled_detection_is_exact_and_reports_first_lines(tmp_path: Path) -> None:
     rng = random.Random(7)
     ids = [f"id-{rng.getrandbits(40):x}" for _ in range(5_000)]
-    # Plant repeats: within the in-memory phase, of an in-memory id after the spill, within
-    # one run, across runs, and of a repeat.
+    # Plant repeats: within the in-memory phase, of an in-memory id after the spill, near
+    # and far apart after it, and of a repeat.
     plants = [(30, 3), (80, 10), (2_600, 2_599), (4_000, 5), (4_001, 4_000), (4_999, 2_500)]
     for target, source in plants:
         ids[target] = ids[source]
-    with DuplicateDetector(memory_limit=50, run_size=64, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=50, partitions=8, temp_dir=tmp_path) as detector:
         found = detect(detector, ids)
         assert detector.spilled
         assert len(list(tmp_path.iterdir())) == 1  # its own scratch directory
@@ -62,20 +61,20 @@ def test_spilled_detection_is_exact_and_reports_first_lines(tmp_path: Path) -> N
     assert list(tmp_path.iterdir()) == []  # removed on close
 
 
-def test_repeats_within_one_run_count_the_earliest_line_as_first(tmp_path: Path) -> None:
+def test_repeats_within_one_partition_count_the_earliest_line_as_first(tmp_path: Path) -> None:
     ids = ["a", "b", "c", "z", "y", "z", "z"]
-    with DuplicateDetector(memory_limit=2, run_size=100, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=2, partitions=2, temp_dir=tmp_path) as detector:
         assert detect(detector, ids) == [Duplicate("z", 6, 4), Duplicate("z", 7, 4)]
 
 
 def test_ids_that_prefix_each_other_stay_apart(tmp_path: Path) -> None:
     ids = ["A", "A-1", "A.", "A", "A-1", "A-10", "A-"]
-    with DuplicateDetector(memory_limit=0, run_size=3, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=0, partitions=4, temp_dir=tmp_path) as detector:
         assert detect(detector, ids) == [Duplicate("A", 4, 1), Duplicate("A-1", 5, 2)]
 
 
 def test_unchecked_from_tells_which_lines_wait_for_finish(tmp_path: Path) -> None:
-    with DuplicateDetector(memory_limit=1, run_size=3, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=1, partitions=4, temp_dir=tmp_path) as detector:
         detector.add("a", 1)
         assert detector.unchecked_from is None
         detector.add("b", 2)  # spills: later ids are checked at finish
@@ -87,37 +86,40 @@ def test_unchecked_from_tells_which_lines_wait_for_finish(tmp_path: Path) -> Non
 
 def test_finish_keeps_the_earliest_duplicates_and_counts_all(tmp_path: Path) -> None:
     ids = [f"T{i}" for i in range(100)] * 3  # 200 repeats
-    with DuplicateDetector(memory_limit=10, run_size=37, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=10, partitions=16, temp_dir=tmp_path) as detector:
         found = detect(detector, ids, limit=5)
         assert detector.duplicates_found == 200
     assert found == expected_duplicates(ids)[:5]
 
 
-def test_many_runs_are_compacted_without_losing_anything(tmp_path: Path) -> None:
+def test_a_single_partition_works_too(tmp_path: Path) -> None:
     rng = random.Random(3)
     ids = [str(rng.randrange(4_000)) for _ in range(3_000)]
-    with DuplicateDetector(memory_limit=5, run_size=10, temp_dir=tmp_path) as detector:
-        found = detect(detector, ids)  # ~300 runs, more than MAX_RUNS
-        assert len(list(next(tmp_path.iterdir()).iterdir())) <= MAX_RUNS
-    assert sorted(found) == sorted(expected_duplicates(ids))
+    with DuplicateDetector(memory_limit=5, partitions=1, temp_dir=tmp_path) as detector:
+        assert sorted(detect(detector, ids)) == sorted(expected_duplicates(ids))
+
+
+def test_partitions_must_be_a_power_of_two() -> None:
+    with pytest.raises(ValueError, match="power of two"):
+        DuplicateDetector(partitions=3)
 
 
 @pytest.mark.parametrize("memory_limit", [0, 10, 1_000_000])
 def test_both_phases_agree_on_a_larger_random_workload(tmp_path: Path, memory_limit: int) -> None:
     rng = random.Random(memory_limit)
     ids = [str(rng.randrange(30_000)) for _ in range(20_000)]  # many natural repeats
-    with DuplicateDetector(memory_limit=memory_limit, run_size=500, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=memory_limit, partitions=32, temp_dir=tmp_path) as detector:
         assert sorted(detect(detector, ids)) == sorted(expected_duplicates(ids))
 
 
 def test_ids_are_compared_exactly(tmp_path: Path) -> None:
-    with DuplicateDetector(memory_limit=1, run_size=2, temp_dir=tmp_path) as detector:
+    with DuplicateDetector(memory_limit=1, partitions=2, temp_dir=tmp_path) as detector:
         found = detect(detector, ["A", "a", "a ", "A", "\u00e9", "e\u0301"])
     assert found == [Duplicate("A", 4, 1)]
 
 
-def test_ids_with_line_breaks_are_refused_once_spilled(tmp_path: Path) -> None:
-    detector = DuplicateDetector(memory_limit=0, run_size=1, temp_dir=tmp_path)
-    with pytest.raises(ValueError, match="tabs or line breaks"):
+def test_ids_with_whitespace_are_refused_once_spilled(tmp_path: Path) -> None:
+    detector = DuplicateDetector(memory_limit=0, partitions=1, temp_dir=tmp_path)
+    with pytest.raises(ValueError, match="whitespace"):
         detect(detector, ["ok", "bad\nid"])
     detector.close()
