@@ -403,6 +403,19 @@ def test_a_duplicate_deep_inside_a_large_file_once_ids_spilled_to_disk(tmp_path:
     )
 
 
+def test_late_found_duplicates_take_their_place_in_line_order(tmp_path: Path) -> None:
+    lines = [row(f"TX{i:05d}") for i in range(3_000)]
+    lines[1_998] = row("TX00003")  # physical line 2,000 repeats line 5
+    for index in range(2_498, 2_700):  # physical lines 2,500-2,701: 202 bad quantities
+        lines[index] = row(f"TX{index:05d}", quantity="0")
+    rejection = rejected(csv_body(*lines), duplicates_in_memory=1_000, temp_dir=tmp_path)
+    assert [p.line for p in rejection.problems] == [2_000, *range(2_500, 2_599)]
+    assert (
+        rejection.problems[0].reason == "duplicate transaction_id 'TX00003': first seen on line 5"
+    )
+    assert rejection.problems_truncated
+
+
 def test_the_body_is_read_lazily_not_all_at_once() -> None:
     consumed = 0
     body = csv_body(*(row(f"T{i}") for i in range(50_000)))
