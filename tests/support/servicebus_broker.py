@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from types import TracebackType
+from typing import TypeVar
 
 from proton.reactor import ApplicationEvent, Container, EventInjector
 
@@ -50,6 +51,7 @@ from tests.support.sb_broker.entities import (
 from tests.support.sb_broker.handler import BrokerHandler
 
 _STARTUP_TIMEOUT = 10.0
+_R = TypeVar("_R")
 
 
 def _free_port(host: str) -> int:
@@ -121,6 +123,17 @@ class ServiceBusBroker:
                 raise KeyError(f"no subscription {topic}/{subscription}")
             return queue.messages()
 
+    def waiting_receivers(self, topic: str, subscription: str) -> int:
+        """Receivers attached to the subscription with credit: blocked in a receive call."""
+        handler = self._handler
+        if handler is None or not self.running:
+            raise RuntimeError("the broker is not running")
+        with self.namespace.lock:
+            queue = self.namespace.find_queue(EntityPath(topic, subscription))
+        if queue is None:
+            raise KeyError(f"no subscription {topic}/{subscription}")
+        return self._call(lambda: handler.waiting_receivers(queue))
+
     # --- lifecycle ----------------------------------------------------------------------------
     @property
     def running(self) -> bool:
@@ -176,20 +189,19 @@ class ServiceBusBroker:
         self.stop()
         self.start()
 
-    def _call(self, function: Callable[[], None]) -> None:
+    def _call(self, function: Callable[[], _R]) -> _R:
         """Run ``function`` on the broker thread (proton objects are not thread-safe)."""
         assert self._injector is not None
-        done: Future[None] = Future()
+        done: Future[_R] = Future()
 
         def run() -> None:
             try:
-                function()
-                done.set_result(None)
+                done.set_result(function())
             except BaseException as exc:
                 done.set_exception(exc)
 
         self._injector.trigger(ApplicationEvent("broker_call", subject=run))
-        done.result(_STARTUP_TIMEOUT)
+        return done.result(_STARTUP_TIMEOUT)
 
     def __enter__(self) -> ServiceBusBroker:
         self.start()

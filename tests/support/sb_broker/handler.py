@@ -239,6 +239,10 @@ class BrokerHandler(Handler):
     def _pump(self) -> None:
         pump(self._consumers(), time.time())
 
+    def waiting_receivers(self, queue: MessageQueue) -> int:
+        """How many receivers of ``queue`` are attached and have asked for messages."""
+        return sum(1 for link, q in self._consumers() if q is queue and link.credit > 0)
+
     def _consumers(self) -> list[tuple[Sender, MessageQueue]]:
         consumers: list[tuple[Sender, MessageQueue]] = []
         for connection in self._connections:
