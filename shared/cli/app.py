@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import batches, demo, operate, reports, roles
+from shared.cli import batches, bench, demo, operate, reports, roles
 
 app = typer.Typer(
     name="billing",
@@ -17,6 +17,7 @@ batches.register(app)
 operate.register(app)
 demo.register(app)
 reports.register(app)
+bench.register(app)
 
 
 def main() -> None:

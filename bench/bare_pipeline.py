@@ -1,0 +1,168 @@
+"""The bare single-process pipeline: parse + rate + insert in one loop, no queues, no blobs.
+
+The yardstick of design §8's end-to-end figure: what one process does with the same batch
+file when nothing is distributed. It calls the production functions directly — the
+streaming validating parser (:func:`initiator.intake.parse_batch`, duplicates and control
+totals included), the rater (:func:`processor.rating.rater_for` and ``subtotals``) and the
+reducer (:func:`controller.reducer.apply_chunk`: one database transaction per chunk
+of ``chunk_size``) into a fresh SQLite warehouse — and skips only what distribution adds:
+payload and result blobs, queues, the trigger, the blob-backed order-id allocator (ids
+come from a counter in memory).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import Engine, insert, update
+
+from controller.reducer import apply_chunk
+from controller.warehouse import Batch, make_engine, upgrade
+from initiator.acceptance import chunks_of
+from initiator.intake import parse_batch
+from processor.chunk_result import ChargeRow
+from processor.rating import RatedCharge, rater_for, subtotals
+from shared.chunk_payload import NumberedTransaction
+from shared.pricebook import sample_pricebook
+from shared.transactions import ControlTotalsBuilder, Transaction
+
+BATCH_ID = "bare-pipeline"
+
+
+@dataclass(frozen=True)
+class BareTimings:
+    """Seconds spent in each stage of the loop, and in all of it."""
+
+    transactions: int
+    parse: float
+    rate: float
+    insert: float
+    total: float
+
+    @property
+    def throughput(self) -> float:
+        return self.transactions / self.total
+
+
+class MemoryIds:
+    """Order ids from a counter in memory (the bare loop has no blob allocator)."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def take(self, count: int) -> list[int]:
+        return [next(self._next) for _ in range(count)]
+
+
+def run_bare_pipeline(data: bytes, warehouse: Path, *, chunk_size: int) -> BareTimings:
+    """Parse, rate and insert the CSV batch ``data`` into a new SQLite file ``warehouse``."""
+    url = f"sqlite:///{warehouse}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        return _run(data, engine, chunk_size)
+    finally:
+        engine.dispose()
+
+
+def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
+    book = sample_pricebook()
+    rater = rater_for(book)
+    ids = MemoryIds()
+    totals = ControlTotalsBuilder()
+    _insert_batch_row(engine, book.version_hash())
+    parse_s = rate_s = insert_s = 0.0
+    count = 0
+    started = time.perf_counter()
+    reader = parse_batch([data], content_type="text/csv", content_encoding=None, pricebook=book)
+    with reader:
+        chunks = chunks_of(reader, chunk_size)
+        for chunk in itertools.count():
+            t0 = time.perf_counter()
+            rows: list[NumberedTransaction] | None = next(chunks, None)
+            if rows is None:
+                parse_s += time.perf_counter() - t0
+                break
+            for _, tx in rows:
+                totals.add(tx.transaction_id, tx.quantity)
+            t1 = time.perf_counter()
+            rated = [rater.rate(tx) for _, tx in rows]
+            sums = subtotals(rated)
+            charges = [_charge_row(line, tx, c) for (line, tx), c in zip(rows, rated, strict=True)]
+            t2 = time.perf_counter()
+            apply_chunk(
+                engine,
+                batch_id=BATCH_ID,
+                chunk=chunk,
+                charges=charges,
+                subtotals=sums.values(),
+                currency=book.currency,
+                allocator=ids,
+                processor="bare",
+            )
+            t3 = time.perf_counter()
+            parse_s, rate_s, insert_s = parse_s + t1 - t0, rate_s + t2 - t1, insert_s + t3 - t2
+            count += len(rows)
+    if reader.rejection() is not None:
+        raise RuntimeError(f"the benchmark's batch was rejected: {reader.rejection()}")
+    _close_batch(engine, totals)
+    return BareTimings(count, parse_s, rate_s, insert_s, time.perf_counter() - started)
+
+
+def _charge_row(line: int, tx: Transaction, charge: RatedCharge) -> ChargeRow:
+    """The warehouse row of one rated transaction (what a result blob carries)."""
+    return ChargeRow(
+        line,
+        tx.occurred_at,
+        charge.transaction_id,
+        charge.customer_id,
+        charge.sku,
+        charge.region,
+        charge.quantity,
+        charge.unit_price,
+        charge.gross,
+        charge.discount,
+        charge.net,
+        charge.tax,
+        charge.total,
+    )
+
+
+def _insert_batch_row(engine: Engine, pricebook_version: str) -> None:
+    """The ``batches`` row the charges refer to (its control totals are set at the end)."""
+    with engine.begin() as connection:
+        connection.execute(
+            insert(Batch).values(
+                batch_id=BATCH_ID,
+                priority="normal",
+                transactions=0,
+                chunks=0,
+                pricebook_version=pricebook_version,
+                status="processing",
+                accepted_at=datetime.now(UTC),
+                control_transactions=0,
+                control_quantity=0,
+                control_id_checksum=0,
+            )
+        )
+
+
+def _close_batch(engine: Engine, totals: ControlTotalsBuilder) -> None:
+    built = totals.build()
+    with engine.begin() as connection:
+        connection.execute(
+            update(Batch)
+            .where(Batch.batch_id == BATCH_ID)
+            .values(
+                status="completed",
+                transactions=built.transactions,
+                control_transactions=built.transactions,
+                control_quantity=built.quantity,
+                control_id_checksum=built.id_checksum,
+                completed_at=datetime.now(UTC),
+            )
+        )

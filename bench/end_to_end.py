@@ -1,0 +1,129 @@
+"""End-to-end throughput against the bare single-process pipeline, and the hot path's requests.
+
+    python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
+
+Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
+seed 7), in one run:
+
+* **end to end**: :func:`shared.demo.scenario.run_demo` starts initiator, processors (one
+  process per core) and controller as processes on the embedded backend and times
+  ``POST /batches`` → batch ``completed`` (reconciled, or the benchmark fails);
+* **bare**: :mod:`bench.bare_pipeline`, parse + rate + insert in one loop in this process;
+* **hot path**: :mod:`bench.hot_path`, storage requests per 1,000 transactions by role.
+
+The ratio end-to-end / bare says what distribution costs (or, with more cores, gains) on
+this machine: queues, blobs, a trigger, JSON and gzip on every chunk, three roles sharing
+the cores.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.bare_pipeline import BareTimings, run_bare_pipeline
+from bench.deployment import batch_file, open_deployment
+from bench.hot_path import HotPath, count_hot_path
+from bench.report import Cell, Report, base_parser
+from shared import meter
+from shared.demo.scenario import DemoResult, run_demo
+from shared.settings import Settings
+
+DEMO_SEED = 7
+DEMO_CUSTOMERS = 500
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser("end-to-end throughput vs the bare pipeline; hot-path requests")
+    parser.add_argument("--transactions", type=int, default=None)
+    parser.add_argument("--processes", type=int, default=None, help="default: one per core")
+    args = parser.parse_args(argv)
+    transactions: int = args.transactions or (4_000 if args.quick else 100_000)
+    processes: int = args.processes or os.cpu_count() or 1
+    chunk_size = Settings.model_fields["chunk_size"].default
+    report = Report(benchmark="end_to_end", quick=args.quick)
+
+    print(f"  demo: {transactions:,} transactions, {processes} processors", file=sys.stderr)
+    demo = run_demo(transactions=transactions, processes=processes)
+    if not demo.reconciled:
+        raise RuntimeError(f"the demo batch did not reconcile: {demo.status}")
+    print("  bare pipeline", file=sys.stderr)
+    data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
+    with tempfile.TemporaryDirectory(prefix="billing-bare-") as folder:
+        bare = run_bare_pipeline(data, Path(folder) / "warehouse.sqlite3", chunk_size=chunk_size)
+    print("  hot path, role by role", file=sys.stderr)
+    with open_deployment("embedded") as deployment:
+        hot = count_hot_path(deployment, transactions)
+    if not hot.reconciled:
+        raise RuntimeError("the hot-path batch did not reconcile")
+
+    add_throughput(report, demo, bare, processes)
+    add_hot_path(report, hot)
+    report.emit(args.json)
+    return 0
+
+
+def add_throughput(report: Report, demo: DemoResult, bare: BareTimings, processes: int) -> None:
+    ratio = demo.throughput / bare.throughput
+    report.table(
+        f"{demo.transactions:,} transactions, same file; embedded backend + SQLite",
+        ["pipeline", "seconds", "transactions/s", "ratio vs bare"],
+        [
+            [
+                f"end to end: POST → completed ({processes} processors, 4+ processes)",
+                demo.seconds,
+                demo.throughput,
+                ratio,
+            ],
+            [
+                "bare: parse + rate + insert, one loop, one process",
+                bare.total,
+                bare.throughput,
+                1.0,
+            ],
+            ["  of which parse (validating, streaming)", bare.parse, "", ""],
+            ["  of which rate", bare.rate, "", ""],
+            ["  of which insert (SQLite, one transaction per chunk)", bare.insert, "", ""],
+        ],
+    )
+    report.figure("end_to_end.transactions_per_second", demo.throughput)
+    report.figure("bare.transactions_per_second", bare.throughput)
+    report.figure("end_to_end_over_bare", ratio)
+    report.conclude(
+        f"end to end runs at {ratio:.2f}x the bare single-process loop "
+        f"({demo.throughput:,.0f} vs {bare.throughput:,.0f} transactions/s)"
+    )
+
+
+def add_hot_path(report: Report, hot: HotPath) -> None:
+    rows: list[list[Cell]] = [
+        [
+            role,
+            meter.total(counts),
+            hot.per_thousand(role),
+            meter.total(counts) / hot.chunks,
+            ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())),
+        ]
+        for role, counts in hot.requests.items()
+    ]
+    total = sum(meter.total(counts) for counts in hot.requests.values())
+    rows.append(["all roles", total, hot.per_thousand(), total / hot.chunks, ""])
+    report.table(
+        f"hot path: {hot.transactions:,} transactions in {hot.chunks} chunks, role by role",
+        ["role", "requests", "per 1,000 transactions", "per chunk", "kinds"],
+        rows,
+    )
+    for role in hot.requests:
+        report.figure(f"hot_path.{role}.requests_per_1000", hot.per_thousand(role))
+    report.figure("hot_path.requests_per_1000", hot.per_thousand())
+    report.conclude(
+        f"the hot path costs {hot.per_thousand():.1f} storage requests per 1,000 transactions "
+        f"({total / hot.chunks:.1f} per chunk of {hot.transactions // hot.chunks:,})"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

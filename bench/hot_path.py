@@ -1,0 +1,88 @@
+"""Storage requests per 1,000 transactions on the hot path, counted role by role.
+
+One batch is taken from intake to the warehouse by the production code of each role, one
+role after the other, and the meter (every operation of the embedded backend, as every HTTP
+request of the Azure SDKs) is read around each:
+
+1. **initiator**: :class:`~initiator.acceptance.BatchAcceptance` accepts the batch file;
+2. **processor**: a listener + rating step in a child process drains the work items
+   (:func:`bench.drain.drain`, with the threads the default scaling rule gives that depth);
+3. **controller**: a :class:`~controller.worker.ControllerWorker` drains the results into
+   the warehouse until the batch is completed and reconciled.
+
+Running the roles in turn rather than at once changes nothing in what each one asks of
+storage per chunk, and it keeps start-up and idle requests out of the count: what is left is
+the cost of the work itself, including the empty receives of threads that run out of work.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from bench.deployment import Deployment
+from bench.drain import drain
+from controller.warehouse import Batch, make_engine
+from controller.worker import ControllerWorker
+from shared import meter
+from shared.listener import ListenerConfig
+
+COMPLETION_TIMEOUT_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class HotPath:
+    transactions: int
+    chunks: int
+    #: role → request kind → count
+    requests: dict[str, dict[str, int]]
+    reconciled: bool
+
+    def per_thousand(self, role: str | None = None) -> float:
+        roles = [role] if role else list(self.requests)
+        return sum(meter.total(self.requests[r]) for r in roles) * 1000 / self.transactions
+
+
+def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
+    """Push one generated batch through the three roles; the requests each one made."""
+    settings = deployment.settings
+    before = meter.snapshot()
+    record = deployment.accept_batch(transactions)
+    initiator = meter.diff(meter.snapshot(), before)
+
+    threads = ListenerConfig.from_settings(settings).rule.optimal_threads(record.chunks)
+    processor = drain(settings, threads=threads, items=record.chunks).requests
+
+    before = meter.snapshot()
+    worker = ControllerWorker(settings, deployment.storage)
+    worker.start()
+    try:
+        reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)
+    finally:
+        worker.stop(10)
+    controller = meter.diff(meter.snapshot(), before)
+    return HotPath(
+        transactions=record.transactions,
+        chunks=record.chunks,
+        requests={"initiator": initiator, "processor": processor, "controller": controller},
+        reconciled=reconciled,
+    )
+
+
+def _wait_completed(warehouse_url: str, batch_id: str) -> bool:
+    """Poll the warehouse (SQL, not storage) until the batch closes; whether it reconciled."""
+    engine = make_engine(warehouse_url)
+    query = select(Batch.status, Batch.reconciled).where(Batch.batch_id == batch_id)
+    deadline = time.monotonic() + COMPLETION_TIMEOUT_SECONDS
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                row = connection.execute(query).one_or_none()
+            if row is not None and row.status in ("completed", "failed"):
+                return row.status == "completed" and bool(row.reconciled)
+            time.sleep(0.05)
+    finally:
+        engine.dispose()
+    raise TimeoutError(f"batch {batch_id} did not complete in {COMPLETION_TIMEOUT_SECONDS:.0f} s")

@@ -1,0 +1,101 @@
+"""Every benchmark runs in ``--quick`` mode and produces its figures.
+
+Benchmarks measure; tests must not. So these tests look only at *whether* each benchmark
+ran to the end and reported the figures it promises (names, finite numbers), never at their
+values. Each runs as ``python -m bench.<name>`` from the repository root, as ``billing
+bench`` runs it.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.report import load_report
+from bench.run import BENCHMARKS, REPO_ROOT, available
+from shared.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
+from tests.support.azurite import unavailable
+
+#: Figures each of these benchmarks must report (others: at least one figure).
+PROMISED: dict[str, set[str]] = {
+    "scaling": {"embedded.t1.ratio_vs_1", "embedded.t4.ratio_vs_1", "threads_enough"},
+    "idle": {
+        "naive.requests_per_hour",
+        "backoff.requests_per_hour",
+        "trigger.requests_per_hour",
+        "processor.requests_per_hour",
+        "naive_over_backoff",
+        "naive_over_trigger",
+    },
+    "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
+    "end_to_end": {
+        "end_to_end.transactions_per_second",
+        "bare.transactions_per_second",
+        "end_to_end_over_bare",
+        "hot_path.requests_per_1000",
+    },
+}
+
+
+def run_quick(name: str, tmp_path: Path, *extra: str) -> dict[str, float]:
+    """Run one benchmark in quick mode; its figures (fails with its output if it failed)."""
+    json_path = tmp_path / f"{name}.json"
+    command = [sys.executable, "-m", f"bench.{name}", "--quick", "--json", str(json_path), *extra]
+    done = subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, f"bench.{name} failed:\n{done.stdout}\n{done.stderr}"
+    report = load_report(json_path)
+    assert report.benchmark == name
+    assert report.quick
+    assert report.figures, f"bench.{name} reported no figures:\n{done.stdout}"
+    assert all(math.isfinite(value) for value in report.figures.values())
+    return report.figures
+
+
+@pytest.mark.parametrize("name", available())
+def test_benchmark_produces_its_figures(name: str, tmp_path: Path) -> None:
+    figures = run_quick(name, tmp_path)
+    missing = PROMISED.get(name, set()) - figures.keys()
+    assert not missing, f"bench.{name} did not report {sorted(missing)}"
+
+
+@pytest.mark.azurite
+def test_scaling_benchmark_on_azurite(tmp_path: Path) -> None:
+    try:
+        ensure_azurite(azurite_dir())
+    except AzuriteUnavailableError as error:
+        unavailable(str(error))
+    figures = run_quick("scaling", tmp_path, "--backend", "azurite")
+    assert {"azurite.t1.ratio_vs_1", "azurite.t4.requests_per_item"} <= figures.keys()
+
+
+def test_every_delivered_benchmark_is_in_this_checkout() -> None:
+    assert set(PROMISED) <= set(available()) <= set(BENCHMARKS)
+
+
+def test_cli_lists_the_benchmarks() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "shared.cli", "bench", "--list"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    listed = {line.split()[0] for line in done.stdout.splitlines() if line.strip()}
+    assert listed == set(BENCHMARKS)
+
+
+def test_runner_refuses_an_unknown_benchmark() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench", "no-such-benchmark", "--quick"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "unknown benchmark" in done.stderr
