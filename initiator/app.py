@@ -20,6 +20,7 @@ from initiator.dependencies import open_services
 from initiator.errors import register_error_handlers
 from initiator.publishing import FaultHook
 from initiator.routes import batches, control, health, invoices, pricebook
+from shared import meter
 from shared.settings import Settings
 
 
@@ -36,6 +37,7 @@ def create_app(settings: Settings | None = None, *, fault: FaultHook | None = No
             yield
         finally:
             await anyio.to_thread.run_sync(services.close)
+            meter.export_now()
 
     # The OpenAPI document is served below, behind the API key like every route but /healthz.
     app = FastAPI(

@@ -99,18 +99,23 @@ class MeterPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
 EXPORT_DIR_ENV = "BILLING_METER_EXPORT_DIR"
 
 
-def export_at_exit() -> None:
-    """Write this process's counts to ``$BILLING_METER_EXPORT_DIR/<pid>.json`` at exit."""
+def export_now() -> None:
+    """Write this process's counts to ``$BILLING_METER_EXPORT_DIR/<pid>.json``, if set."""
     folder = os.environ.get(EXPORT_DIR_ENV)
-    if not folder:
-        return
-
-    def write() -> None:
+    if folder:
         path = Path(folder) / f"{os.getpid()}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(snapshot()), encoding="utf-8")
 
-    atexit.register(write)
+
+def export_at_exit() -> None:
+    """Export the counts when the process exits normally.
+
+    uvicorn re-raises SIGTERM after its graceful shutdown, which skips ``atexit``: the
+    initiator also exports from its lifespan's shutdown.
+    """
+    if os.environ.get(EXPORT_DIR_ENV):
+        atexit.register(export_now)
 
 
 def collect_exports(folder: Path) -> dict[str, int]:
