@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 INSTANCE_SUBSCRIPTION_IDLE_SECONDS = 300
 #: How long one receive blocks: also the longest a stop waits for a subscriber thread.
 RECEIVE_SECONDS = 1.0
+#: One message per receive: any trigger means "look at the queues", so one is enough, and
+#: the Service Bus SDK returns a one-message receive at once, whereas asking for a batch it
+#: keeps waiting to fill it (measured on the test broker: ~0.66 s against ~3 ms).
+RECEIVE_MAX_MESSAGES = 1
 #: Reconnect back-off: about 1 s after the first failure, growing to 30 s.
 RECONNECT_BACKOFF = Backoff(min_idle=0.5, delta=0.5, max_idle=30.0)
 
@@ -51,14 +55,16 @@ _EVENT = TypeAdapter(Annotated[TriggerEvent | GateEvent, Field(discriminator="ki
 
 
 def fans_out(settings: Settings) -> bool:
-    """Whether each instance gets its own subscriptions (every instance wakes)."""
+    """Whether the bus can create a subscription per instance (so every instance wakes)."""
     return not settings.uses_servicebus or settings.servicebus_manage_entities
 
 
-def subscription_spec(settings: Settings, instance_id: str, priority: Priority) -> SubscriptionSpec:
+def subscription_spec(
+    instance_id: str, priority: Priority, *, per_instance: bool
+) -> SubscriptionSpec:
     """The subscription through which ``instance_id`` hears about ``priority``'s work."""
     by_priority = {PRIORITY_PROPERTY: priority}
-    if not fans_out(settings):
+    if not per_instance:
         return SubscriptionSpec(name=f"processors-{priority}", filter=by_priority)
     # Entity names are at most 50 characters; a digest keeps any instance id short.
     digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
@@ -156,7 +162,7 @@ class TriggerSubscriber:
         """Receive and dispatch until stopped (0) or a receive fails (1)."""
         while not self._stopping.is_set():
             try:
-                messages = subscription.receive(self._receive_seconds)
+                messages = subscription.receive(self._receive_seconds, RECEIVE_MAX_MESSAGES)
             except ResourceNotFoundError:
                 log.warning("trigger subscription %s is gone; recreating it", subscription.name)
                 return 1

@@ -85,13 +85,19 @@ class ProcessorWorker:
         priorities: Iterable[Priority] | None = None,
         instance_id: str | None = None,
         gate_poll_seconds: float | None = None,
+        per_instance_subscriptions: bool | None = None,
         heartbeat_busy_seconds: float = 10.0,
         heartbeat_idle_seconds: float = 60.0,
         **listener_overrides: Any,
     ) -> None:
         """``listener_overrides`` are :class:`~shared.listener.ListenerConfig` fields (e.g.
         ``safety_poll_seconds=1``) on top of the settings. The gate is re-read every
-        ``gate_poll_seconds`` (default: the safety poll interval)."""
+        ``gate_poll_seconds`` (default: the safety poll interval).
+
+        ``per_instance_subscriptions``: one trigger subscription per instance and priority
+        (every instance wakes) or the shared ``processors-<priority>`` ones (one instance
+        wakes). Default: per instance whenever the bus can create them; pass True when they
+        are declared up front for fixed instance ids."""
         self.settings = settings
         self.instance_id = instance_id or new_instance_id()
         self.priorities: list[Priority] = list(
@@ -100,6 +106,9 @@ class ProcessorWorker:
         if not self.priorities:
             raise ValueError("a processor must serve at least one priority")
         config = ListenerConfig.from_settings(settings, **listener_overrides)
+        self.per_instance_subscriptions = (
+            fans_out(settings) if per_instance_subscriptions is None else per_instance_subscriptions
+        )
         output = storage.queue(settings.output_queue)
         control = storage.container(settings.control_container)
         self.step = RatingStep(
@@ -125,7 +134,10 @@ class ProcessorWorker:
         )
         self.subscriber = TriggerSubscriber(
             bus,
-            [subscription_spec(settings, self.instance_id, p) for p in self.priorities],
+            [
+                subscription_spec(self.instance_id, p, per_instance=self.per_instance_subscriptions)
+                for p in self.priorities
+            ],
             on_work=self._on_trigger,
             on_gate=self.gate.on_event,
             on_reconnect=self._on_reconnect,
@@ -156,7 +168,7 @@ class ProcessorWorker:
             "processor %s started on %s priority work (%s trigger subscriptions)",
             self.instance_id,
             ",".join(self.priorities),
-            "per-instance" if fans_out(self.settings) else "shared",
+            "per-instance" if self.per_instance_subscriptions else "shared",
         )
 
     def stop(self, timeout: float | None = None) -> bool:
