@@ -154,6 +154,21 @@ def test_what_receive_returns_is_completed(target: BusTarget) -> None:
         assert target.broker.messages(target.topic, "complete") == []
 
 
+def test_a_burst_of_triggers_comes_one_per_receive(target: BusTarget) -> None:
+    # One per call so that a wake-up never waits for the rest of a batch (the SDK would
+    # linger 0.2 s for them); the others wait at the broker, unlocked, for the next calls.
+    bus = target.bus()
+    subscription = target.subscribe(bus, "burst")
+    for n in range(3):
+        bus.publish(f"t{n}".encode(), {})
+
+    calls = [subscription.receive(timeout=5, max_messages=32) for _ in range(3)]
+
+    assert [len(received) for received in calls] == [1, 1, 1]
+    assert sorted(m.body for received in calls for m in received) == [b"t0", b"t1", b"t2"]
+    assert subscription.receive(timeout=0.5) == []
+
+
 def test_publish_and_receive_are_metered(target: BusTarget) -> None:
     bus = target.bus()
     subscription = target.subscribe(bus, "metered")

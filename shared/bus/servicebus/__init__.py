@@ -18,16 +18,17 @@ subscriptions, and the administration client that can uses HTTPS and Manage righ
   subscription's filter is ``spec.filter``. An entity that does not exist surfaces as
   ``MessagingEntityNotFoundError`` on the first publish or receive.
 
-**Receiving.** Peek-lock with ``max_wait_time=timeout``; what a receive returns is
-completed at once (triggers are hints; the queues hold the truth). azure-servicebus 7.15
-waits for the service to confirm each settlement, one round trip per message, so the
-completions run on a background thread, concurrently with the caller's work on what it was
-handed; the next ``receive()`` (or ``close()``) waits for them first, as the SDK's receiver
-is not thread-safe. (Completing on several threads at once is slower: they contend for the
-connection's socket, each blocking 0.2 s in turn; 32 messages took 1.4 s that way against
-12 ms one after another, on loopback.) The SDK hands application properties back with
-``bytes`` keys and values (``{b'Priority': b'High'}``, from real Service Bus too); they are
-normalised to ``str`` here.
+**Receiving.** Peek-lock with ``max_wait_time=timeout``, one message per SDK call: asked
+for more, the SDK lingers 0.2 s after the first arrives, and every wake-up would wait with
+it; the rest of a burst comes on the next calls, each at once. What a receive returns is
+completed (triggers are hints; the queues hold the truth). azure-servicebus 7.15 waits for
+the service to confirm each settlement, so completions run on a background thread while the
+caller works, and the next ``receive()`` (or ``close()``) waits for them first: the SDK's
+receiver is not thread-safe. (Completing on several threads at once was slower: they
+contend for the connection's socket, each blocking 0.2 s in turn; 32 messages took 1.4 s
+that way against 12 ms one after another, on loopback.) The SDK hands application
+properties back with ``bytes`` keys and values (``{b'Priority': b'High'}``, from real
+Service Bus too); they are normalised to ``str`` here.
 
 **Failures.** The SDK's default retry makes a refused connection take about 11 s; the
 constructor's ``retry_total`` and ``retry_backoff_factor`` keep it short. A receiver whose

@@ -41,6 +41,11 @@ TRANSIENT_ERRORS = (
 MIN_WAIT_SECONDS = 0.05
 #: pause between reconnect attempts inside one receive()
 RECONNECT_PAUSE_SECONDS = 0.2
+#: Asked for more than one message, the SDK lingers 0.2 s after the first arrives, waiting
+#: for the rest, and every wake-up would wait with it. So a receive returns the first
+#: trigger at once; the others of a burst stay at the broker, unlocked, and come one per
+#: call, each without waiting.
+MESSAGES_PER_CALL = 1
 
 
 class ServiceBusSubscription:
@@ -71,7 +76,7 @@ class ServiceBusSubscription:
                     receiver = self._open()
                     meter.record("bus", "receive")
                     received = receiver.receive_messages(
-                        max_message_count=max_messages, max_wait_time=wait
+                        max_message_count=MESSAGES_PER_CALL, max_wait_time=wait
                     )
                 except TRANSIENT_ERRORS as exc:
                     _LOGGER.warning("subscription %s: reconnecting after %r", self._name, exc)
