@@ -9,7 +9,8 @@ option for large batches. The strategy has two phases:
    reported the moment it is added.
 2. **Hash-partitioned on disk** beyond that: every id goes to one of ``partitions`` files
    chosen by its hash (the dict's ids first, then each new one), appended in line order
-   through a small buffer per partition. Equal ids always share a partition, so
+   through a small buffer per partition; its line goes to a twin file. Equal ids always
+   share a partition, so
    :meth:`finish` can check one partition at a time: read it, and if its ids are all
    distinct (one ``set()`` in C, the common case) move on; otherwise walk it with a dict to
    name each repeat and its first line. A partition holds about 1/``partitions`` of the ids
@@ -25,8 +26,8 @@ duplicate rejects the whole batch, and that is decided at the end anyway.
 
 Partition files live in a fresh directory under ``temp_dir`` (tempfile's default when
 None), removed by :meth:`close` or at the latest when the detector is garbage-collected.
-Ids must not contain whitespace (the batch-file id alphabet has none): records are
-``id line`` text lines, read back with one ``str.split()``.
+Ids are stored one per line, so an id must not contain a line feed (the batch-file id
+alphabet has none; a :class:`ValueError` says so otherwise).
 """
 
 from __future__ import annotations
@@ -43,8 +44,8 @@ from typing import NamedTuple, Self
 DEFAULT_MEMORY_LIMIT = 200_000
 """~28 MB of dict; batches up to this size never touch the disk."""
 DEFAULT_PARTITIONS = 128
-_BUFFERED_PER_PARTITION = 512
-"""Records held per partition before an append: ~4 MB over all partitions."""
+_BUFFERED_PER_PARTITION = 1024
+"""Ids held per partition before an append: ~8 MB over all partitions."""
 
 
 class Duplicate(NamedTuple):
@@ -69,8 +70,9 @@ class DuplicateDetector:
         self._mask = partitions - 1
         self._temp_dir = temp_dir
         self._first_lines: dict[str, int] | None = {}
-        self._buffers: list[list[str]] = []
-        self._counts: list[int] = []  # records per partition, to check the files read back
+        self._ids: list[list[str]] = []  # per partition, not yet appended to its files
+        self._lines: list[list[int]] = []
+        self._counts: list[int] = []  # ids per partition, to check the files read back
         self._directory: Path | None = None
         self._spilled_from: int | None = None
         self._cleanup: weakref.finalize[[str], DuplicateDetector] | None = None
@@ -95,9 +97,10 @@ class DuplicateDetector:
         first_lines = self._first_lines
         if first_lines is None:
             partition = hash(transaction_id) & self._mask
-            buffer = self._buffers[partition]
-            buffer.append(f"{transaction_id} {line}\n")
-            if len(buffer) >= _BUFFERED_PER_PARTITION:
+            ids = self._ids[partition]
+            ids.append(transaction_id)
+            self._lines[partition].append(line)
+            if len(ids) >= _BUFFERED_PER_PARTITION:
                 self._append(partition)
             return ()
         first_line = first_lines.setdefault(transaction_id, line)
@@ -116,7 +119,7 @@ class DuplicateDetector:
         if self._directory is None or self._spilled_from is None:
             return []
         earliest: list[tuple[int, str, int]] = []  # a max-heap on line, by negation
-        for partition in range(len(self._buffers)):
+        for partition in range(len(self._ids)):
             self._append(partition)
             for duplicate in self._repeats_in(partition):
                 self.duplicates_found += 1
@@ -132,7 +135,7 @@ class DuplicateDetector:
     def close(self) -> None:
         """Drop everything, including the partition files."""
         self._first_lines = {}
-        self._buffers = []
+        self._ids, self._lines = [], []
         if self._cleanup is not None:
             self._cleanup()
 
@@ -151,40 +154,52 @@ class DuplicateDetector:
         directory = tempfile.mkdtemp(prefix="batch-ids-", dir=self._temp_dir)
         self._directory = Path(directory)
         self._cleanup = weakref.finalize(self, shutil.rmtree, directory, ignore_errors=True)
-        self._buffers = [[] for _ in range(self._mask + 1)]
+        self._ids = [[] for _ in range(self._mask + 1)]
+        self._lines = [[] for _ in range(self._mask + 1)]
         self._counts = [0] * (self._mask + 1)
         self._first_lines = None
         self._spilled_from = next_line
         for transaction_id, line in first_lines.items():  # in line order
             self.add(transaction_id, line)
 
-    def _path(self, partition: int) -> Path:
+    def _paths(self, partition: int) -> tuple[Path, Path]:
         assert self._directory is not None
-        return self._directory / f"ids-{partition:04d}.txt"
+        stem = self._directory / f"{partition:04d}"
+        return stem.with_suffix(".ids"), stem.with_suffix(".lines")
 
     def _append(self, partition: int) -> None:
-        buffer = self._buffers[partition]
-        if buffer:
-            with self._path(partition).open("a", encoding="utf-8") as out:
-                out.writelines(buffer)
-            self._counts[partition] += len(buffer)
-            buffer.clear()
+        ids, lines = self._ids[partition], self._lines[partition]
+        if not ids:
+            return
+        text = "\n".join(ids) + "\n"
+        if text.count("\n") != len(ids):
+            raise ValueError("transaction ids must not contain line feeds")
+        ids_path, lines_path = self._paths(partition)
+        # newline="" keeps any CR inside an id as it is, on the way out and back in.
+        with ids_path.open("a", encoding="utf-8", newline="") as out:
+            out.write(text)
+        with lines_path.open("a", encoding="ascii", newline="") as out:
+            out.write("\n".join(map(str, lines)) + "\n")
+        self._counts[partition] += len(ids)
+        ids.clear()
+        lines.clear()
 
     def _repeats_in(self, partition: int) -> list[Duplicate]:
-        path = self._path(partition)
-        if not self._counts[partition]:
+        count = self._counts[partition]
+        if not count:
             return []
-        fields = path.read_text(encoding="utf-8").split()
-        path.unlink()
-        if len(fields) != 2 * self._counts[partition]:
-            raise ValueError("transaction ids must not contain whitespace")
-        ids = fields[0::2]
+        ids_path, lines_path = self._paths(partition)
+        with ids_path.open(encoding="utf-8", newline="") as stored:
+            ids = stored.read().split("\n")
+        ids.pop()  # after the last line feed
+        assert len(ids) == count, "a partition file does not hold what was written to it"
         if len(set(ids)) == len(ids):
             return []
-        first_lines: dict[str, str] = {}
+        lines = [int(line) for line in lines_path.read_text(encoding="ascii").split()]
+        first_lines: dict[str, int] = {}
         repeats = []
-        for transaction_id, line in zip(ids, fields[1::2], strict=True):
+        for transaction_id, line in zip(ids, lines, strict=True):
             first_line = first_lines.setdefault(transaction_id, line)
             if first_line != line:
-                repeats.append(Duplicate(transaction_id, int(line), int(first_line)))
+                repeats.append(Duplicate(transaction_id, line, first_line))
         return repeats

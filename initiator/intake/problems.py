@@ -5,7 +5,8 @@ user can fix the file in one go without the service holding an unbounded list in
 Problems come in two kinds that decide the status code: *malformed* ones (the file cannot be
 read as CSV or JSON Lines at all: gzip, UTF-8, quoting, JSON syntax, the header) give 400,
 *invalid* ones (a readable line that breaks a field rule) give 422. 413 and 415 are stops
-decided before or while reading the body.
+decided before or while reading the body. When both kinds are listed, the more fundamental
+one (415, then 413, then 400) gives the status; problems beyond the limit do not count.
 """
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ class ProblemCollector:
         self._field_rank = {field: rank for rank, field in enumerate(field_order, start=1)}
         self._keys: list[tuple[float, int, int]] = []
         self._problems: list[Problem] = []
+        self._statuses: list[Status] = []  # of the problems kept: they decide the status code
         self._arrivals = 0
-        self._statuses: set[Status] = set()
         self.found = False
         """Whether any problem was recorded (a plain attribute: the parser reads it per line)."""
         self.truncated = False
@@ -106,7 +107,6 @@ class ProblemCollector:
     def add(
         self, line: int | None, field: str | None, reason: str, status: Status = Status.INVALID
     ) -> None:
-        self._statuses.add(status)
         self.found = True
         # Whole-body problems (no line) sort last; then field order, then arrival order.
         rank = self._field_rank.get(field, 0) if field is not None else 0
@@ -118,10 +118,12 @@ class ProblemCollector:
                 return
             self._keys.pop()
             self._problems.pop()
+            self._statuses.pop()
             self.truncated = True
         index = bisect.bisect(self._keys, key)
         self._keys.insert(index, key)
         self._problems.insert(index, Problem(line=line, field=field, reason=reason))
+        self._statuses.insert(index, status)
 
     def stop(self, line: int | None, field: str | None, reason: str, status: Status) -> None:
         """Record a problem after which nothing further can be read, and stop the scan."""
@@ -147,7 +149,7 @@ class ProblemCollector:
         return list(self._problems)
 
     def rejection(self) -> BatchRejected | None:
-        if not self._statuses:
+        if not self._problems:
             return None
         status = next(s for s in _PRECEDENCE if s in self._statuses)
         return BatchRejected(
