@@ -130,23 +130,23 @@ class TriggerSubscriber:
 
     # --- one subscription's thread -------------------------------------------------------
     def _run(self, spec: SubscriptionSpec) -> None:
-        failures = 0
+        failures = 0  # in a row, without one good receive in between: grows the back-off
         while not self._stopping.is_set():
             subscription = self._open_subscription(spec)
             if subscription is None:
                 failures += 1
-                self._stopping.wait(self._backoff.delay(failures))
-                continue
-            if failures:
-                log.info("trigger subscription %s reopened", spec.name)
-                self._safely(self._on_reconnect, "reconnect hook")
-            try:
-                failures = self._receive_until_error(subscription)
-            finally:
-                self._mark(spec.name, is_open=False)
-                with contextlib.suppress(Exception):
-                    subscription.close()
-            if failures:
+            else:
+                if failures:
+                    log.info("trigger subscription %s reopened", spec.name)
+                    self._safely(self._on_reconnect, "reconnect hook")
+                try:
+                    received = self._receive_until_error(subscription)
+                finally:
+                    self._mark(spec.name, is_open=False)
+                    with contextlib.suppress(Exception):
+                        subscription.close()
+                failures = 1 if received else failures + 1
+            if not self._stopping.is_set():
                 self._stopping.wait(self._backoff.delay(failures))
 
     def _open_subscription(self, spec: SubscriptionSpec) -> Subscription | None:
@@ -158,20 +158,22 @@ class TriggerSubscriber:
         self._mark(spec.name, is_open=True)
         return subscription
 
-    def _receive_until_error(self, subscription: Subscription) -> int:
-        """Receive and dispatch until stopped (0) or a receive fails (1)."""
+    def _receive_until_error(self, subscription: Subscription) -> bool:
+        """Receive and dispatch until stopped or a receive fails; True if any receive worked."""
+        received = False
         while not self._stopping.is_set():
             try:
                 messages = subscription.receive(self._receive_seconds, RECEIVE_MAX_MESSAGES)
             except ResourceNotFoundError:
                 log.warning("trigger subscription %s is gone; recreating it", subscription.name)
-                return 1
+                return received
             except Exception:
                 log.warning("receiving on %s failed", subscription.name, exc_info=True)
-                return 1
+                return received
+            received = True
             for message in messages:
                 self._dispatch(message, subscription.name)
-        return 0
+        return received
 
     def _dispatch(self, message: BusMessage, subscription: str) -> None:
         try:
