@@ -363,6 +363,15 @@ def test_at_most_max_problems_are_kept_the_first_ones_in_line_order() -> None:
     assert [p.line for p in small.problems] == [2, 3, 4]
 
 
+def test_the_status_code_follows_the_problems_listed() -> None:
+    bad_values = [row(f"T{i}", quantity="0") for i in range(150)]
+    body = csv_body(*bad_values) + b"T\xff,C1,SKU-1,5,EU,2026-01-05T10:00:00Z\n"  # line 152
+    rejection = rejected(body)
+    assert rejection.problems[-1].line == 101
+    assert rejection.status_code == 422  # the malformed line 152 is beyond the list
+    assert rejected(body, max_problems=200).status_code == 400
+
+
 def test_problems_found_ahead_do_not_push_out_earlier_ones() -> None:
     # Line 3's bad byte is seen when its block is decoded, before line 2 is parsed.
     body = csv_body(row("T1", quantity="0")) + b"T2,C\xff,SKU-1,5,EU,2026-01-05T10:00:00Z\n"
