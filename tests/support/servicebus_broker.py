@@ -32,6 +32,7 @@ the pytest fixture fails the test if any were recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import threading
 from collections.abc import Callable, Mapping
@@ -116,12 +117,12 @@ class ServiceBusBroker:
     def messages(
         self, topic: str, subscription: str, *, dead_letter: bool = False
     ) -> list[QueuedMessage]:
-        """What a subscription (or its dead-letter sub-queue) holds now, oldest first."""
+        """Copies of what a subscription (or its dead-letter sub-queue) holds, oldest first."""
         with self.namespace.lock:
             queue = self.namespace.find_queue(EntityPath(topic, subscription, dead_letter))
             if queue is None:
                 raise KeyError(f"no subscription {topic}/{subscription}")
-            return queue.messages()
+            return [dataclasses.replace(m) for m in queue.messages()]
 
     def waiting_receivers(self, topic: str, subscription: str) -> int:
         """Receivers attached to the subscription with credit: blocked in a receive call."""
