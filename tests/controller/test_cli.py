@@ -29,9 +29,10 @@ from shared.cli.app import app as billing
 from shared.demo.cluster import free_port
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.conftest import wait_until_closed
 from tests.controller.killed_controller import settings_to_json
-from tests.controller.reference import make_transactions, publish_batch, reference_invoices
+from tests.support.reference_rater import SAMPLE_BOOK, reference_invoices
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "controller-test-key"
@@ -131,7 +132,7 @@ def test_billing_status_and_invoices_print_the_apis_answers(
     assert "yes" in status.output  # reconciled
     assert json.loads(as_json.output)["reconciled"] is True
     assert invoices.exit_code == 0, invoices.output
-    expected = reference_invoices(transactions)
+    expected = reference_invoices(SAMPLE_BOOK, transactions)
     biggest = max(expected, key=lambda customer: expected[customer]["total"])
     assert "of 3" in invoices.output
     assert biggest in invoices.output

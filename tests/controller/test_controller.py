@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from shared.batch_records import BatchRecords, BatchStatus
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from tests.controller.batches import control_totals, make_transactions, publish_batch
 from tests.controller.checks import (
     applied_chunk_count,
     assert_charges_match_the_reference,
@@ -18,7 +19,6 @@ from tests.controller.checks import (
     batch_row,
 )
 from tests.controller.conftest import WorkerFactory, wait_until_closed
-from tests.controller.reference import control_totals, make_transactions, publish_batch
 
 CHUNK_SIZE = 25
 

@@ -19,6 +19,7 @@ from processor.chunk_result import decode_result
 from shared.batch_records import BatchRecords
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.checks import (
     applied_chunk_count,
     assert_charges_match_the_reference,
@@ -27,7 +28,6 @@ from tests.controller.checks import (
 )
 from tests.controller.conftest import WorkerFactory, wait_until_closed
 from tests.controller.killed_controller import settings_to_json
-from tests.controller.reference import make_transactions, publish_batch
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

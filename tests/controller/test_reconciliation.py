@@ -9,7 +9,7 @@ from controller.warehouse.models import Charge, Invoice
 from controller.worker import build_result_handler, order_id_allocator
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-from tests.controller.reference import control_totals, make_transactions, publish_batch
+from tests.controller.batches import control_totals, make_transactions, publish_batch
 
 
 def applied_batch(

@@ -18,13 +18,9 @@ from controller.worker import build_result_handler, order_id_allocator
 from initiator.app import create_app
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from tests.controller.batches import control_totals, make_transactions, publish_batch
 from tests.controller.conftest import SettingsFactory
-from tests.controller.reference import (
-    control_totals,
-    make_transactions,
-    publish_batch,
-    reference_invoices,
-)
+from tests.support.reference_rater import SAMPLE_BOOK, reference_invoices
 
 pytestmark = pytest.mark.anyio
 AUTH = {"Authorization": "Bearer controller-test-key"}
@@ -105,7 +101,7 @@ async def test_invoices_come_from_the_warehouse_page_by_page(
     )
     for message in batch.results:
         handler.handle_text(message.to_text())
-    expected = reference_invoices(transactions)
+    expected = reference_invoices(SAMPLE_BOOK, transactions)
 
     async with api_client(settings) as client:
         pages = [

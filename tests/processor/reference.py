@@ -1,12 +1,11 @@
-"""An independent reference rater for the tests: exact fractions, rounding written out by hand.
+"""The processor tests' reference pricebook: figures that land on rounding ties.
 
-Deliberately shares nothing with production code (no ``Decimal`` contexts, no pricebook
-model): it reads the pricebook dictionary the test wrote and applies design §6 literally.
+The amounts are checked with the suite's independent reference rater,
+:mod:`tests.support.reference_rater`, which reads this dictionary as JSON would.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 #: A pricebook whose figures land on exact halves of a minor unit (rounding ties), with a
@@ -29,44 +28,3 @@ TIE_BOOK: dict[str, Any] = {
     },
     "regions": {"EU": {"tax_pct": "10"}, "ZERO": {"tax_pct": "0"}, "US": {"tax_pct": "7.25"}},
 }
-
-FIGURES = ("gross", "discount", "net", "tax", "total")
-
-
-def round_half_even(value: Fraction) -> int:
-    floor = value.numerator // value.denominator
-    rest = value - floor
-    if rest > Fraction(1, 2):
-        return floor + 1
-    if rest < Fraction(1, 2):
-        return floor
-    return floor if floor % 2 == 0 else floor + 1
-
-
-def is_tie(value: Fraction) -> bool:
-    return value - (value.numerator // value.denominator) == Fraction(1, 2)
-
-
-def reference_charge(
-    book: dict[str, Any], sku: str, quantity: int, region: str
-) -> tuple[dict[str, int], int]:
-    """(gross, discount, net, tax, total in cents; how many of the two roundings were exact
-    ties). The test books are all USD."""
-    price = book["skus"][sku]
-    unit_cents = Fraction(price["unit_price"]) * 100
-    assert unit_cents.denominator == 1
-    gross = int(unit_cents) * quantity
-    reached = [t for t in price["tiers"] if t["min_quantity"] <= quantity]
-    pct = Fraction(max(reached, key=lambda t: t["min_quantity"])["discount_pct"]) if reached else 0
-    raw_discount = gross * Fraction(pct) / 100
-    net = gross - round_half_even(raw_discount)
-    raw_tax = net * Fraction(book["regions"][region]["tax_pct"]) / 100
-    tax = round_half_even(raw_tax)
-    figures = {
-        "gross": gross,
-        "discount": gross - net,
-        "net": net,
-        "tax": tax,
-        "total": net + tax,
-    }
-    return figures, int(is_tie(raw_discount)) + int(is_tie(raw_tax))

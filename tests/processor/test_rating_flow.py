@@ -11,7 +11,8 @@ from collections import defaultdict
 from processor.chunk_result import decode_result
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
-from tests.processor.reference import FIGURES, TIE_BOOK, reference_charge
+from tests.processor.reference import TIE_BOOK
+from tests.support.reference_rater import FIGURES, reference_charge
 
 CHUNKS: list[list[Row]] = [
     [
@@ -32,16 +33,16 @@ CHUNKS: list[list[Row]] = [
 
 
 def test_the_reference_itself_on_hand_computed_figures() -> None:
-    figures, ties = reference_charge(TIE_BOOK, "TIE", 5, "EU")
-    assert figures == {"gross": 25, "discount": 2, "net": 23, "tax": 2, "total": 25}
-    assert ties == 1
-    figures, ties = reference_charge(TIE_BOOK, "HALF", 3, "EU")
-    assert figures == {"gross": 75, "discount": 0, "net": 75, "tax": 8, "total": 83}
-    assert ties == 1
+    charge = reference_charge(TIE_BOOK, "TIE", 5, "EU")
+    assert charge.figures() == {"gross": 25, "discount": 2, "net": 23, "tax": 2, "total": 25}
+    assert (charge.unit_price, charge.ties) == (5, 1)
+    charge = reference_charge(TIE_BOOK, "HALF", 3, "EU")
+    assert charge.figures() == {"gross": 75, "discount": 0, "net": 75, "tax": 8, "total": 83}
+    assert charge.ties == 1
     # 1,000,000 x 12.34 = 1,234,000,000 ct; 7.5 % off = 92,550,000; 7.25 % tax on the rest
-    figures, _ = reference_charge(TIE_BOOK, "WIDGET", 1_000_000, "US")
-    assert figures["net"] == 1_141_450_000
-    assert figures["tax"] == 82_755_125  # 1,141,450,000 x 0.0725 exactly
+    charge = reference_charge(TIE_BOOK, "WIDGET", 1_000_000, "US")
+    assert charge.net == 1_141_450_000
+    assert charge.tax == 82_755_125  # 1,141,450,000 x 0.0725 exactly
 
 
 def test_a_published_batch_is_rated_into_result_blobs_that_match_the_reference(
@@ -73,8 +74,9 @@ def test_a_published_batch_is_rated_into_result_blobs_that_match_the_reference(
         assert len(rated.charges) == result.transactions == len(CHUNKS[result.chunk])
         for charge in rated.charges:
             customer, sku, quantity, region = expected.pop(charge.transaction_id)
-            figures, ties = reference_charge(TIE_BOOK, sku, quantity, region)
-            seen_ties += ties
+            reference = reference_charge(TIE_BOOK, sku, quantity, region)
+            figures = reference.figures()
+            seen_ties += reference.ties
             actual = {name: getattr(charge, name) for name in FIGURES}
             assert actual == figures, charge.transaction_id
             assert (charge.customer_id, charge.quantity) == (customer, quantity)
