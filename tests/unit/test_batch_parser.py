@@ -289,6 +289,21 @@ def test_longest_allowed_ids_are_accepted() -> None:
     assert accepted(csv_body(row(longest, longest))) == [(2, transaction(longest, longest))]
 
 
+def test_customer_ids_are_checked_past_the_cache_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("initiator.intake.fields._CustomerCache.limit", 2)
+    rows = [row(f"T{i}", customer_id=f"C{i}") for i in range(5)] + [row("T9", customer_id="C#9")]
+    transactions, rejection = parse(csv_body(*rows))
+    assert [t.customer_id for _, t in transactions] == ["C0", "C1", "C2", "C3", "C4"]
+    assert rejection is not None
+    assert only_problem(rejection)[:2] == (7, "customer_id")
+
+
+def test_transactions_of_one_customer_share_its_id_string() -> None:
+    transactions = accepted(csv_body(row("T1", customer_id="ACME"), row("T2", customer_id="ACME")))
+    (_, first), (_, second) = transactions
+    assert first.customer_id is second.customer_id  # one str per customer in memory
+
+
 def test_duplicate_transaction_id_names_both_lines() -> None:
     rejection = rejected(csv_body(row("T1"), row("T2"), row("T3"), row("T2")))
     assert rejection.status_code == 422
