@@ -21,6 +21,8 @@ from initiator.acceptance import BatchRequest
 from initiator.dependencies import Services
 from initiator.idempotency import IDEMPOTENCY_PARTITION
 from initiator.publishing import STEPS, FaultHook, sweep_orphans
+from initiator.publishing import publisher as publisher_module
+from shared import meter
 from shared.batch_records import BATCH_PARTITION, BatchStatus
 from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
@@ -176,3 +178,21 @@ async def test_storage_failure_while_enqueueing_answers_503_and_leaves_only_drop
         assert _payload_blobs(api.services) == []
         assert 1 <= _queued(api.services) <= CHUNKS
         assert api.triggers(wait=0.05) == []
+
+
+def test_a_long_upload_keeps_its_record_alive_for_the_sweeper(
+    open_services_for: ServicesFactory, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every chunk after the first refreshes the ``receiving`` record when the heartbeat is due."""
+    monkeypatch.setattr(publisher_module, "HEARTBEAT_SECONDS", 0.0)
+    crash = fail_at("payloads_written", SimulatedCrashError("payloads_written"))
+    services = open_services_for(settings, crash)
+    before = meter.snapshot()
+
+    batch_id = _crash(services, "payloads_written")
+
+    writes = meter.diff(meter.snapshot(), before).get("table.write", 0)
+    assert writes == CHUNKS  # the insert before chunk 0, a refresh before each later one
+    found = services.records.find(batch_id)
+    assert found is not None
+    assert found.record.last_seen() > found.record.received_at
