@@ -7,10 +7,11 @@ it back with :func:`decode_chunk`.
 Why this encoding: one JSON document whose rows are arrays (not one object per line) costs a
 single ``json.dumps``/``json.loads`` call in C per chunk and no repeated field names, and
 gzip shrinks the repetitive ids and timestamps about four-fold. Level 1 was chosen by
-measurement (``bench/intake.py`` prints the table): on a 2,000-transaction chunk level 1
-keeps 24 % of the JSON in about 1 ms, level 6 keeps 19 % in about 3.5 ms and level 9 18.7 %
-in about 12 ms. The initiator is CPU-bound (parsing), payload blobs live only until their
-batch is processed, and a chunk is ~45 KB either way, so the cheaper level wins.
+measurement (``python -m bench.intake`` prints the table): a 2,000-transaction chunk is
+about 190 KB of JSON, which level 1 cuts to 23 % for about 1 ms of compression, level 6 to
+18 % for about 3.5 ms and level 9 to 18 % for about 12 ms (the JSON encoding itself takes
+about 4 ms). The initiator is CPU-bound and payload blobs live only until their batch is
+processed, so the cheap level wins; zlib releases the GIL, so it overlaps with parsing.
 
 Each row keeps the transaction's physical line in the batch file, so a processor can name
 the line of a transaction it cannot rate.
