@@ -17,6 +17,7 @@ from typing import Literal, Protocol
 from processor.chunk_result import encode_result, result_blob_name
 from processor.rating import rater_for, subtotals
 from shared.chunk_payload import decode_chunk
+from shared.listener.retry import RetryLater, growing_delay
 from shared.messages import ChunkResult, WorkItem
 from shared.pricebook import Pricebook
 from shared.storage.ports import BlobContainer, Queue
@@ -36,8 +37,8 @@ class BatchStates(Protocol):
     def state(self, batch_id: str) -> BatchState: ...
 
 
-class BatchNotYetAcceptedError(RuntimeError):
-    """The batch is still being accepted: leave the item to reappear a little later."""
+class BatchNotYetAcceptedError(RetryLater):
+    """The batch is still being accepted: bring the item back in a moment."""
 
 
 class ChunkIntegrityError(RuntimeError):
@@ -64,7 +65,7 @@ class RatingStep:
         self._batches = batches
         self._instance_id = instance_id
 
-    def handle(self, text: str) -> None:
+    def handle(self, text: str, dequeue_count: int = 1) -> None:
         item = WorkItem.from_text(text)
         state = self._batches.state(item.batch_id)
         if state == "gone":
@@ -73,7 +74,11 @@ class RatingStep:
             log.warning("dropping chunk %s/%d: batch was never accepted", item.batch_id, item.chunk)
             return
         if state == "pending":
-            raise BatchNotYetAcceptedError(f"batch {item.batch_id} is not accepted yet")
+            # Intake enqueues before it marks the batch accepted (its crash-safe order), so a
+            # busy processor can see an item a moment early.
+            raise BatchNotYetAcceptedError(
+                f"batch {item.batch_id} is not accepted yet", delay=growing_delay(dequeue_count)
+            )
         self._output.send(self.rate(item).to_text())
 
     def rate(self, item: WorkItem) -> ChunkResult:

@@ -195,7 +195,7 @@ class ProcessorWorker:
 
     # --- wiring ---------------------------------------------------------------------------
     def _handle(self, lease: Lease) -> None:
-        self.step.handle(lease.content)
+        self.step.handle(lease.content, lease.dequeue_count)
 
     def _on_trigger(self, event: TriggerEvent) -> None:
         started = self.listener.on_work_detected()

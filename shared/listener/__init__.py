@@ -22,6 +22,7 @@ from shared.listener.handling import Handler
 from shared.listener.heartbeat import Heartbeat, new_instance_id
 from shared.listener.poison import UNKNOWN_LAST_ERROR, OnPoison, PoisonRecord
 from shared.listener.renewal import Lease
+from shared.listener.retry import RetryLater, growing_delay
 from shared.listener.scaling import ScalingRule, ScalingRuleError
 from shared.listener.shutdown import wait_for_stop_signal
 from shared.listener.source import QueueSource, work_sources
@@ -40,8 +41,10 @@ __all__ = [
     "PoisonRecord",
     "QueueListener",
     "QueueSource",
+    "RetryLater",
     "ScalingRule",
     "ScalingRuleError",
+    "growing_delay",
     "new_instance_id",
     "wait_for_stop_signal",
     "work_sources",

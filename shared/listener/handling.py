@@ -18,6 +18,7 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from shared.listener.poison import ErrorMemory, PoisonMover, describe_error
 from shared.listener.renewal import Lease, LeaseRenewer
+from shared.listener.retry import RetryLater
 from shared.listener.state import ListenerState
 
 log = logging.getLogger(__name__)
@@ -61,6 +62,8 @@ class MessageHandling:
             else:
                 latency = self._run_handler(lease)
                 failed = latency is None
+        except RetryLater as retry:
+            failed = not self._defer(lease, retry)
         except Exception:  # a bug here must not kill the dequeue thread
             log.exception("settling message %s of %s failed", lease.message_id, lease.queue_name)
         finally:
@@ -72,6 +75,8 @@ class MessageHandling:
         started = self._clock()
         try:
             self._handler(lease)
+        except RetryLater:
+            raise
         except Exception as error:
             lease.release()  # stop renewing: it reappears when its visibility runs out
             self._errors.remember(lease.message_id, describe_error(error))
@@ -108,6 +113,19 @@ class MessageHandling:
             )
             return False
         self._state.poisoned()
+        return True
+
+    def _defer(self, lease: Lease, retry: RetryLater) -> bool:
+        """Bring the message back after the handler's delay instead of its full timeout."""
+        message = lease.release()
+        try:
+            lease.source.queue.update_visibility(message, retry.delay)
+        except Exception:  # best effort: otherwise it reappears after its timeout
+            log.warning("could not defer message %s of %s", message.id, lease.queue_name)
+            return False
+        log.info(
+            "message %s of %s deferred %d s: %s", message.id, lease.queue_name, retry.delay, retry
+        )
         return True
 
     def _abandon(self, lease: Lease) -> None:

@@ -69,13 +69,19 @@ def test_an_item_of_a_batch_still_accepting_reappears_until_accepted(
 ) -> None:
     deployment = any_deployment
     batch_id = publish_unaccepted(deployment)
-    # Idle threads retire before the item reappears; the safety poll finds it again.
+    # A full minute of visibility: only the handler's RetryLater (1 s, then 2 s …) can bring
+    # the item back within the wait below.
     worker = start_worker(
-        deployment, visibility_timeout=1, max_dequeue_count=50, safety_poll_seconds=0.5
+        deployment, visibility_timeout=60, max_dequeue_count=50, safety_poll_seconds=0.5
     )
 
-    # Each attempt fails ("not accepted yet") and the item comes back after its timeout.
-    assert wait_until(lambda: worker.snapshot().listener.errors >= 2)
+    def dequeues() -> int:
+        queues = [deployment.storage.queue(q) for q in deployment.settings.all_work_queues()]
+        return max((m.dequeue_count for q in queues for m in q.peek()), default=0)
+
+    # Each attempt is deferred ("not accepted yet") and the item comes back in seconds.
+    assert wait_until(lambda: dequeues() >= 2, timeout=20)
+    assert worker.snapshot().listener.errors == 0
     assert deployment.work_depth() == 1
     assert deployment.output() == []
 
@@ -84,7 +90,7 @@ def test_an_item_of_a_batch_still_accepting_reappears_until_accepted(
     assert stored is not None
     records.save(stored, stored.record.model_copy(update={"status": BatchStatus.ACCEPTED}))
 
-    assert wait_until(lambda: len(deployment.results()) == 1)
+    assert wait_until(lambda: len(deployment.results()) == 1, timeout=20)
     assert deployment.results()[0].batch_id == batch_id
     assert wait_until(lambda: deployment.work_depth() == 0)
 
