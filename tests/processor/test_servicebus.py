@@ -149,3 +149,32 @@ def test_a_release_over_service_bus_wakes_every_held_processor(
     late = start_worker(sb_deployment, instance_id="late", per_instance_subscriptions=True)
     assert late.snapshot().released
     assert late.snapshot().listener.total_threads >= 1
+
+
+def test_a_processor_recovers_when_the_broker_restarts_under_it(
+    sb_deployment: Deployment, servicebus_broker: ServiceBusBroker, start_worker: WorkerStarter
+) -> None:
+    ids = ["sb-restart"]
+    declare(servicebus_broker, sb_deployment.settings.trigger_topic, ids)
+    version = sb_deployment.upload_pricebook(TIE_BOOK)
+    (worker,) = idle_workers(start_worker, sb_deployment, ids, per_instance_subscriptions=True)
+
+    # The broker goes away under the waiting receiver and comes back on the same port.
+    servicebus_broker.stop()
+    time.sleep(2.0)
+    servicebus_broker.start()
+
+    before = [worker.snapshot().listener.total_threads]
+    published: list[float] = []
+    sb_deployment.publish(
+        CHUNKS[:2],
+        pricebook_version=version,
+        fault=lambda step: (
+            published.append(time.perf_counter()) if step == "record_accepted" else None
+        ),
+    )
+    latencies = wake_times([worker], before, since=published[0])
+    print(f"Service Bus trigger after a broker restart → processor: {latencies}")
+
+    assert len(latencies) == 1, "the processor must still wake on the next trigger"
+    assert wait_until(lambda: sb_deployment.work_depth() == 0)
