@@ -21,17 +21,26 @@ from initiator.errors import register_error_handlers
 from initiator.publishing import FaultHook
 from initiator.routes import batches, control, health, invoices, pricebook
 from shared import meter
+from shared.bus.ports import TriggerBus
 from shared.settings import Settings
+from shared.storage.ports import StorageAccount
 
 
-def create_app(settings: Settings | None = None, *, fault: FaultHook | None = None) -> FastAPI:
-    """Build the app. ``fault`` is the publisher's fault-injection hook, for tests only."""
+def create_app(
+    settings: Settings | None = None,
+    *,
+    fault: FaultHook | None = None,
+    connections: tuple[StorageAccount, TriggerBus] | None = None,
+) -> FastAPI:
+    """Build the app. ``fault`` is the publisher's fault-injection hook, for tests only.
+    ``connections``: storage and bus already open in this process (all-in-one mode), left open."""
     settings = settings or Settings()
     api_keys = ApiKeys.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        services = await anyio.to_thread.run_sync(partial(open_services, settings, fault=fault))
+        opening = partial(open_services, settings, fault=fault, connections=connections)
+        services = await anyio.to_thread.run_sync(opening)
         app.state.services = services
         try:
             yield

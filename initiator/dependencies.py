@@ -42,17 +42,27 @@ class Services:
     #: the warehouse, read-only here (invoices); the controller migrates it
     invoices: InvoiceReader = field(repr=False)
     warehouse: Engine = field(repr=False)
+    #: False when storage and bus were handed in (all-in-one mode): their owner closes them
+    owns_connections: bool = True
 
     def close(self) -> None:
         self.warehouse.dispose()
-        self.bus.close()
-        self.storage.close()
+        if self.owns_connections:
+            self.bus.close()
+            self.storage.close()
 
 
-def open_services(settings: Settings, *, fault: FaultHook | None = None) -> Services:
-    """Open and prepare everything the initiator uses (blocking: call from a thread)."""
-    storage = open_storage(settings)
-    bus = open_bus(settings)
+def open_services(
+    settings: Settings,
+    *,
+    fault: FaultHook | None = None,
+    connections: tuple[StorageAccount, TriggerBus] | None = None,
+) -> Services:
+    """Open and prepare everything the initiator uses (blocking: call from a thread).
+
+    ``connections``: an open storage account and bus to use instead of opening them (all-in-one
+    mode shares them with the workers of the process); they are left open at close."""
+    storage, bus = connections or (open_storage(settings), open_bus(settings))
     ensure_resources(settings, storage, bus)
     pricebooks = PricebookStore(storage.container(settings.control_container))
     pricebooks.install_if_missing(sample_pricebook())
@@ -69,6 +79,7 @@ def open_services(settings: Settings, *, fault: FaultHook | None = None) -> Serv
         publisher=publisher,
         invoices=InvoiceReader(warehouse),
         warehouse=warehouse,
+        owns_connections=connections is None,
     )
 
 

@@ -1,4 +1,4 @@
-"""The role commands: ``billing initiator``, ``processor``, ``controller``."""
+"""The role commands: ``billing initiator``, ``processor``, ``controller``, ``serve``."""
 
 from __future__ import annotations
 
@@ -74,7 +74,35 @@ def controller() -> None:
     run_controller(Settings())
 
 
+def serve(
+    all_in_one: bool = typer.Option(
+        False, "--all-in-one", help="Run initiator, processor and controller in this process."
+    ),
+    host: str | None = typer.Option(None, help="Interface to listen on (BILLING_HOST)."),
+    port: int | None = typer.Option(None, help="Port to listen on (BILLING_PORT)."),
+    insecure_local: bool = typer.Option(
+        False, help="Allow starting without BILLING_API_KEYS (local development only)."
+    ),
+) -> None:
+    """Serve a small deployment from one process (no separate workers, no Service Bus)."""
+    if not all_in_one:
+        typer.echo(
+            "The roles run as separate processes: 'billing initiator', 'billing processor' and "
+            "'billing controller'. 'billing serve --all-in-one' runs all three in one process."
+        )
+        raise typer.Exit(2)
+    from shared.all_in_one import run_all_in_one
+
+    configure_logging()
+    settings = Settings()
+    if insecure_local:
+        settings = settings.model_copy(update={"insecure_local": True})
+    if not run_all_in_one(settings, host=host or settings.host, port=port or settings.port):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.command()(initiator)
     app.command()(processor)
     app.command()(controller)
+    app.command()(serve)
