@@ -1,0 +1,223 @@
+"""The role commands as an operator runs them: start, become ready, stop on SIGTERM.
+
+``billing initiator``, ``billing processor --processes 1`` and ``billing controller`` each
+start as a process against the embedded backend and against Azurite (connection string in
+the environment), create what they need, become ready, and exit cleanly within
+:data:`STOP_BOUND_SECONDS` of SIGTERM — the grace a container platform gives before
+SIGKILL. Each test prints the measured stop time.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from shared.demo.cluster import free_port
+from shared.provision import containers_for, queues_for, tables_for
+from shared.settings import Settings
+from shared.storage import open_storage
+from tests.e2e.conftest import resource_names
+from tests.support.azurite import AzuriteInfo
+
+STOP_BOUND_SECONDS = 5.0
+READY_TIMEOUT_SECONDS = 60.0
+BILLING = Path(sys.executable).with_name("billing")  # the console script
+
+
+@dataclass
+class Deployment:
+    """What a role process is told (its environment) and the same as test-side settings."""
+
+    env: dict[str, str]
+    settings: Settings
+    folder: Path
+
+
+@pytest.fixture(params=["embedded", pytest.param("azurite", marks=pytest.mark.azurite)])
+def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Deployment:
+    values: dict[str, str] = {
+        "data_dir": str(tmp_path / "billing"),
+        **resource_names(),
+        "partitions": "1",  # fewer queues to create: a quicker start on Azurite
+        "api_keys": "roles-test-key",
+        "port": str(free_port()),
+    }
+    if request.param == "azurite":
+        azurite: AzuriteInfo = request.getfixturevalue("azurite")
+        values |= {
+            "storage_connection_string": azurite.connection_string,
+            "storage_retry_total": "2",
+            "storage_retry_backoff_seconds": "0.05",
+        }
+    # Nothing from the test run's own environment leaks in (BILLING_* of a developer shell).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
+    env |= {f"BILLING_{name.upper()}": value for name, value in values.items()}
+    settings = Settings(_env_file=None, **values)  # type: ignore[call-arg, arg-type]
+    return Deployment(env=env, settings=settings, folder=tmp_path)
+
+
+class RoleProcess:
+    """A ``billing <role>`` process whose output goes to a log file."""
+
+    def __init__(self, process: subprocess.Popen[bytes], log_path: Path) -> None:
+        self.process = process
+        self.log_path = log_path
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_until(self, condition: Callable[[], bool], what: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+        while not condition():
+            assert self.process.poll() is None, f"exited {self.process.returncode}:\n{self.log()}"
+            assert time.monotonic() < deadline, f"not {what} in time:\n{self.log()[-3000:]}"
+            time.sleep(0.05)
+
+    def terminate(self) -> tuple[int, float]:
+        """SIGTERM, then wait for the exit: (exit code, seconds it took)."""
+        sent = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"still running 30 s after SIGTERM:\n{self.log()[-3000:]}")
+        return code, time.monotonic() - sent
+
+
+@contextmanager
+def role(deployment: Deployment, *args: str) -> Iterator[RoleProcess]:
+    """Start ``billing *args`` in the test's folder (no stray ``.env``); killed if left."""
+    log_path = deployment.folder / f"{args[0]}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(BILLING), *args],
+            cwd=deployment.folder,
+            env=deployment.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield RoleProcess(process, log_path)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def assert_resources_exist(settings: Settings, *, tables: bool = True) -> None:
+    """The role created the queues, containers (and tables) it runs on."""
+    storage = open_storage(settings)
+    try:
+        assert set(queues_for(settings)) <= set(storage.list_queues())
+        assert set(containers_for(settings)) <= set(storage.list_containers())
+        if tables:
+            assert set(tables_for(settings)) <= set(storage.list_tables())
+    finally:
+        storage.close()
+
+
+def heartbeat_statuses(settings: Settings) -> list[str]:
+    storage = open_storage(settings)
+    try:
+        if settings.heartbeats_table not in storage.list_tables():
+            return []
+        table = storage.table(settings.heartbeats_table)
+        return [str(entity.properties["status"]) for entity in table.query("processor")]
+    finally:
+        storage.close()
+
+
+def assert_stopped_in_time(name: str, took: float, log: str) -> None:
+    print(f"billing {name} stopped {took:.2f} s after SIGTERM")
+    assert took < STOP_BOUND_SECONDS, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]
+
+
+def test_billing_help_lists_the_roles() -> None:
+    done = subprocess.run(
+        [str(BILLING), "--help"], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    commands = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("│ ")}
+    assert {"initiator", "processor", "controller", "demo"} <= commands, done.stdout
+
+
+def test_billing_initiator_serves_and_stops_on_sigterm(deployment: Deployment) -> None:
+    url = f"http://127.0.0.1:{deployment.settings.port}"
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    with role(deployment, "initiator") as initiator:
+        initiator.wait_until(healthy, "healthy")
+        assert_resources_exist(deployment.settings)
+        unauthorised = httpx.get(f"{url}/batches/b-1", timeout=5.0)
+        code, took = initiator.terminate()
+
+    log = initiator.log()
+    assert unauthorised.status_code == 401  # it runs with the key from the environment
+    # uvicorn shuts down gracefully, then re-raises the signal it caught: -SIGTERM is clean.
+    assert code in (0, -signal.SIGTERM), log
+    assert "Application shutdown complete" in log
+    assert "Finished server process" in log
+    assert_stopped_in_time("initiator", took, log)
+
+
+def test_billing_processor_runs_and_stops_on_sigterm(deployment: Deployment) -> None:
+    settings = deployment.settings
+    with role(deployment, "processor", "--processes", "1") as processor:
+        processor.wait_until(lambda: heartbeat_statuses(settings) == ["running"], "running")
+        assert_resources_exist(settings)
+        code, took = processor.terminate()
+
+    log = processor.log()
+    assert code == 0, log
+    assert heartbeat_statuses(settings) == ["stopped"]  # its last heartbeat, on the way out
+    assert "processors stopped (clean)" in log
+    assert_stopped_in_time("processor", took, log)
+
+
+def test_billing_controller_runs_and_stops_on_sigterm(deployment: Deployment) -> None:
+    settings = deployment.settings
+    with role(deployment, "controller") as controller:
+        controller.wait_until(lambda: "listening on" in controller.log(), "listening")
+        assert_resources_exist(settings)
+        code, took = controller.terminate()
+
+    log = controller.log()
+    assert code == 0, log
+    assert f"listening on {settings.output_queue}" in log
+    assert "stopped (clean)" in log
+    assert_stopped_in_time("controller", took, log)
+
+
+def test_billing_initiator_refuses_to_start_without_an_api_key(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
+    env |= {"BILLING_DATA_DIR": str(tmp_path / "billing"), "COLUMNS": "200"}
+    done = subprocess.run(
+        [str(BILLING), "initiator"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    message = " ".join((done.stdout + done.stderr).split())  # rich wraps long lines
+    assert done.returncode != 0
+    assert "no API key configured: set BILLING_API_KEYS" in message
+    assert "--insecure-local" in message
+    assert "Uvicorn running" not in message
