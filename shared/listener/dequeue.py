@@ -22,6 +22,7 @@ from shared.listener.handling import MessageHandling
 from shared.listener.priority import PriorityPlanner
 from shared.listener.renewal import Lease, LeaseRenewer
 from shared.listener.state import ListenerState
+from shared.listener.wake import WakeSignal
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class DequeueContext:
     may_retire: Callable[[], bool]
     #: the listener's work-detected reaction: query depth, scale threads
     work_detected: Callable[[], object]
+    #: interrupts the back-off sleep when a trigger arrives (or the listener stops)
+    wake: WakeSignal
     clock: Callable[[], float] = field(default=time.monotonic)
 
 
@@ -78,7 +81,8 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             delay = ctx.backoff.delay(idle_count)
             if ctx.backoff.at_cap(delay) and ctx.may_retire():
                 return True
-            ctx.stopping.wait(delay)
+            if ctx.wake.sleep(delay):
+                idle_count = 0  # a trigger: look again at once, and keep looking actively
         return False
     finally:
         if pool is not None:

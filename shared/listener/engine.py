@@ -37,6 +37,7 @@ from shared.listener.priority import PriorityPlanner
 from shared.listener.renewal import LeaseRenewer
 from shared.listener.source import QueueSource
 from shared.listener.state import ListenerSnapshot, ListenerState
+from shared.listener.wake import WakeSignal
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class QueueListener:
         self._stopping = threading.Event()
         # Cleared while paused (the release gate, seed 002); dequeue threads wait on it.
         self._running = threading.Event()
+        self._wake = WakeSignal()
         self._running.set()
         self._started = False
         self._threads: list[threading.Thread] = []
@@ -110,6 +112,7 @@ class QueueListener:
             handler_parallelism=self.config.handler_parallelism,
             may_retire=self._may_retire,
             work_detected=self.on_work_detected,
+            wake=self._wake,
             clock=clock,
         )
         self._safety_poll = threading.Thread(
@@ -143,6 +146,7 @@ class QueueListener:
         if not self._started or self._stopping.is_set() or not self._running.is_set():
             return 0
         self._planner.forget_empty()
+        self._wake.wake()  # threads asleep in their back-off look again now
         return self._scale_to(self._query_depth())
 
     def pause(self) -> None:
@@ -173,6 +177,7 @@ class QueueListener:
         never finish their messages reappear for another instance.
         """
         self._stopping.set()
+        self._wake.wake()
         self._running.set()  # paused threads wake up and see the stop
         wait = self.config.visibility_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
