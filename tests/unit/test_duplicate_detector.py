@@ -46,16 +46,22 @@ def test_in_memory_duplicates_are_reported_at_once() -> None:
 
 def test_spilled_detection_is_exact_and_reports_first_lines(tmp_path: Path) -> None:
     rng = random.Random(7)
-    ids = [f"id-{rng.getrandbits(40):x}" for _ in range(5_000)]
+    ids = [f"id-{rng.getrandbits(40):x}" for _ in range(20_000)]  # > 1,024 per partition
     # Plant repeats: within the in-memory phase, of an in-memory id after the spill, near
     # and far apart after it, and of a repeat.
-    plants = [(30, 3), (80, 10), (2_600, 2_599), (4_000, 5), (4_001, 4_000), (4_999, 2_500)]
+    plants = [(30, 3), (80, 10), (2_600, 2_599), (4_000, 5), (4_001, 4_000), (19_999, 2_500)]
     for target, source in plants:
         ids[target] = ids[source]
+    found: list[Duplicate] = []
     with DuplicateDetector(memory_limit=50, partitions=8, temp_dir=tmp_path) as detector:
-        found = detect(detector, ids)
+        for line, transaction_id in enumerate(ids, start=1):
+            found.extend(detector.add(transaction_id, line))
+        assert found == [Duplicate(ids[3], 31, 4)]  # the one repeat before the spill
         assert detector.spilled
-        assert len(list(tmp_path.iterdir())) == 1  # its own scratch directory
+        [scratch] = tmp_path.iterdir()  # its own directory, holding the partition files
+        assert len(list(scratch.iterdir())) == 2 * 8
+        found.extend(detector.finish())
+        assert list(scratch.iterdir()) == []  # each partition is removed once checked
     assert sorted(found) == sorted(expected_duplicates(ids))
     assert len(found) == len(plants)
     assert list(tmp_path.iterdir()) == []  # removed on close
