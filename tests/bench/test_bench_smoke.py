@@ -22,7 +22,7 @@ from tests.support.azurite import unavailable
 
 #: Figures each of these benchmarks must report (others: at least one figure).
 PROMISED: dict[str, set[str]] = {
-    "scaling": {"embedded.t1.ratio_vs_1", "embedded.t4.ratio_vs_1", "threads_enough"},
+    "scaling": {"embedded.t1.ratio_vs_1", "embedded.t4.ratio_vs_1", "threads_worth_it"},
     "idle": {
         "naive.requests_per_hour",
         "backoff.requests_per_hour",
