@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 
 from controller.worker import ControllerWorker
+from shared.bus import open_bus
 from shared.lifecycle import run_until_signalled
 from shared.provision import ensure_resources
 from shared.settings import Settings
@@ -24,10 +25,11 @@ STOP_TIMEOUT_SECONDS = 4.0
 def run_controller(settings: Settings) -> None:
     """Provision, start, block until SIGTERM/SIGINT, stop."""
     storage = open_storage(settings)
-    worker = ControllerWorker(settings, storage)
+    bus = open_bus(settings)
+    worker = ControllerWorker(settings, storage, bus=bus)
 
     def start() -> None:
-        ensure_resources(settings, storage, None)  # the controller needs no trigger topic
+        ensure_resources(settings, storage, bus)
         worker.start()
 
     def stop() -> None:
@@ -45,6 +47,7 @@ def run_controller(settings: Settings) -> None:
                 snapshot.batches_closed,
             )
         finally:
+            bus.close()
             storage.close()
 
     run_until_signalled(start, stop)

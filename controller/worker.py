@@ -23,10 +23,13 @@ from sqlalchemy import Engine
 from controller.failed_chunks import FailedChunks
 from controller.results import ControllerCounters, ResultHandler
 from controller.warehouse import make_engine, upgrade
+from processor.trigger_subscriber import TriggerSubscriber
 from shared.batch_records import BatchRecords
+from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.ids import OrderIdAllocator
 from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
 from shared.listener.heartbeat import new_instance_id
+from shared.messages import KIND_PROPERTY
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
@@ -71,6 +74,11 @@ def order_id_allocator(settings: Settings, storage: StorageAccount) -> OrderIdAl
     )
 
 
+#: Every controller shares one subscription (one wakes per batch, which is enough: it is the
+#: queue, not the trigger, that holds the work). Declared in Bicep for Service Bus.
+CONTROLLER_SUBSCRIPTION = SubscriptionSpec(name="controller", filter={KIND_PROPERTY: "work"})
+
+
 class ControllerWorker:
     """Reduces rated chunks from the output queue into the warehouse until stopped."""
 
@@ -82,10 +90,13 @@ class ControllerWorker:
         engine: Engine | None = None,
         listener_config: ListenerConfig | None = None,
         instance_id: str | None = None,
+        bus: TriggerBus | None = None,
     ) -> None:
         """``engine``: a warehouse engine to use (and leave open); default: one made from
         ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
-        default ``ListenerConfig.from_settings(settings)``."""
+        default ``ListenerConfig.from_settings(settings)``. ``bus``: the trigger topic; the
+        controller then hears about each accepted batch and looks at its queue at once
+        instead of waiting out its back-off (its results follow within seconds)."""
         self.settings = settings
         self.storage = storage
         self.instance_id = instance_id or new_instance_id()
@@ -95,6 +106,8 @@ class ControllerWorker:
         self._allocator = order_id_allocator(settings, storage)
         self._handler: ResultHandler | None = None
         self._listener: QueueListener | None = None
+        self._bus = bus
+        self._subscriber: TriggerSubscriber | None = None
         self._lock = threading.Lock()
 
     @property
@@ -129,6 +142,15 @@ class ControllerWorker:
                 name=f"controller-{self.instance_id}",
             )
             self._listener.start()
+            if self._bus is not None:
+                listener = self._listener
+                self._subscriber = TriggerSubscriber(
+                    self._bus,
+                    [CONTROLLER_SUBSCRIPTION],
+                    on_work=lambda _event: listener.on_work_detected(),
+                    on_gate=lambda _event: None,  # the gate holds processors only
+                )
+                self._subscriber.start()
         log.info(
             "controller %s listening on %s, warehouse %s",
             self.instance_id,
@@ -143,6 +165,8 @@ class ControllerWorker:
         skipped or applied by whoever takes it next.
         """
         with self._lock:
+            if self._subscriber is not None:
+                self._subscriber.stop(timeout or 2.0)
             listener = self._listener
             finished = listener.stop(timeout) if listener is not None else True
             if self._given_engine is None and self._engine is not None:

@@ -66,7 +66,7 @@ class AllInOne:
                 timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
             )
         )
-        self.controller = ControllerWorker(settings, self.storage)
+        self.controller = ControllerWorker(settings, self.storage, bus=self.bus)
         self.processor = ProcessorWorker(settings, self.storage, self.bus)
         self._http_thread = threading.Thread(target=self.http.run, name="http", daemon=True)
         self._started: list[str] = []

@@ -37,6 +37,19 @@ resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-
   }
 ]
 
+// The controller's subscription: every accepted batch wakes it (its results follow soon).
+resource controllerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2022-10-01-preview' = {
+  parent: topic
+  name: 'controller'
+  properties: { maxDeliveryCount: 10, lockDuration: 'PT1M', defaultMessageTimeToLive: 'PT1H' }
+}
+
+resource controllerRule 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = {
+  parent: controllerSubscription
+  name: 'work'
+  properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Kind: 'work' } } }
+}
+
 // Azure Service Bus Data Owner: send, receive, and manage per-instance subscriptions.
 var dataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'
 
