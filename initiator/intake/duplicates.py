@@ -9,8 +9,8 @@ option for large batches. The strategy has two phases:
    reported the moment it is added.
 2. **Hash-partitioned on disk** beyond that: every id goes to one of ``partitions`` files
    chosen by its hash (the dict's ids first, then each new one), appended in line order
-   through a small buffer per partition; its line goes to a twin file. Equal ids always
-   share a partition, so
+   through a buffer per partition, each id followed by its line. Equal ids always share a
+   partition, so
    :meth:`finish` can check one partition at a time: read it, and if its ids are all
    distinct (one ``set()`` in C, the common case) move on; otherwise walk it with a dict to
    name each repeat and its first line. A partition holds about 1/``partitions`` of the ids
@@ -37,6 +37,7 @@ import shutil
 import tempfile
 import weakref
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, Self
@@ -44,8 +45,9 @@ from typing import NamedTuple, Self
 DEFAULT_MEMORY_LIMIT = 200_000
 """~28 MB of dict; batches up to this size never touch the disk."""
 DEFAULT_PARTITIONS = 128
-_BUFFERED_PER_PARTITION = 1024
-"""Ids held per partition before an append: ~8 MB over all partitions."""
+_BUFFERED_PER_PARTITION = 2048
+"""Ids held per partition before an append (~20 MB over all of them): opening a file to
+append costs tens of microseconds on some file systems, so appends must be rare."""
 
 
 class Duplicate(NamedTuple):
@@ -162,24 +164,20 @@ class DuplicateDetector:
         for transaction_id, line in first_lines.items():  # in line order
             self.add(transaction_id, line)
 
-    def _paths(self, partition: int) -> tuple[Path, Path]:
+    def _path(self, partition: int) -> Path:
         assert self._directory is not None
-        stem = self._directory / f"{partition:04d}"
-        return stem.with_suffix(".ids"), stem.with_suffix(".lines")
+        return self._directory / f"{partition:04d}.ids"
 
     def _append(self, partition: int) -> None:
         ids, lines = self._ids[partition], self._lines[partition]
         if not ids:
             return
-        text = "\n".join(ids) + "\n"
-        if text.count("\n") != len(ids):
+        text = "\n".join(chain.from_iterable(zip(ids, map(str, lines), strict=True))) + "\n"
+        if text.count("\n") != 2 * len(ids):
             raise ValueError("transaction ids must not contain line feeds")
-        ids_path, lines_path = self._paths(partition)
         # newline="" keeps any CR inside an id as it is, on the way out and back in.
-        with ids_path.open("a", encoding="utf-8", newline="") as out:
+        with self._path(partition).open("a", encoding="utf-8", newline="") as out:
             out.write(text)
-        with lines_path.open("a", encoding="ascii", newline="") as out:
-            out.write("\n".join(map(str, lines)) + "\n")
         self._counts[partition] += len(ids)
         ids.clear()
         lines.clear()
@@ -188,21 +186,19 @@ class DuplicateDetector:
         count = self._counts[partition]
         if not count:
             return []
-        ids_path, lines_path = self._paths(partition)
-        with ids_path.open(encoding="utf-8", newline="") as stored:
-            ids = stored.read().split("\n")
-        ids.pop()  # after the last line feed
+        path = self._path(partition)
+        with path.open(encoding="utf-8", newline="") as stored:
+            records = stored.read().split("\n")
+        path.unlink()  # free the disk as we go: a 1 GB batch writes ~300 MB here
+        records.pop()  # after the last line feed
+        ids = records[0::2]
         assert len(ids) == count, "a partition file does not hold what was written to it"
         if len(set(ids)) == len(ids):
-            ids_path.unlink()
-            lines_path.unlink()
             return []
-        lines = [int(line) for line in lines_path.read_text(encoding="ascii").split()]
-        ids_path.unlink()  # free the disk as we go: a 1 GB batch writes ~300 MB here
-        lines_path.unlink()
         first_lines: dict[str, int] = {}
         repeats = []
-        for transaction_id, line in zip(ids, lines, strict=True):
+        for transaction_id, line_text in zip(ids, records[1::2], strict=True):
+            line = int(line_text)
             first_line = first_lines.setdefault(transaction_id, line)
             if first_line != line:
                 repeats.append(Duplicate(transaction_id, line, first_line))

@@ -46,7 +46,7 @@ def test_in_memory_duplicates_are_reported_at_once() -> None:
 
 def test_spilled_detection_is_exact_and_reports_first_lines(tmp_path: Path) -> None:
     rng = random.Random(7)
-    ids = [f"id-{rng.getrandbits(40):x}" for _ in range(20_000)]  # > 1,024 per partition
+    ids = [f"id-{rng.getrandbits(40):x}" for _ in range(40_000)]  # > 2,048 per partition
     # Plant repeats: within the in-memory phase, of an in-memory id after the spill, near
     # and far apart after it, and of a repeat.
     plants = [(30, 3), (80, 10), (2_600, 2_599), (4_000, 5), (4_001, 4_000), (19_999, 2_500)]
@@ -59,7 +59,7 @@ def test_spilled_detection_is_exact_and_reports_first_lines(tmp_path: Path) -> N
         assert found == [Duplicate(ids[3], 31, 4)]  # the one repeat before the spill
         assert detector.spilled
         [scratch] = tmp_path.iterdir()  # its own directory, holding the partition files
-        assert len(list(scratch.iterdir())) == 2 * 8
+        assert len(list(scratch.iterdir())) == 8
         found.extend(detector.finish())
         assert list(scratch.iterdir()) == []  # each partition is removed once checked
     assert sorted(found) == sorted(expected_duplicates(ids))
