@@ -73,8 +73,11 @@ class Settings(BaseSettings):
     backoff_min_idle_ms: int = Field(default=100, ge=0)
     backoff_max_idle_ms: int = Field(default=30_000, ge=1)
     safety_poll_seconds: float = Field(default=60.0, gt=0)
-    #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling)
-    scaling_rule: str = "0:1,64:2,512:4"
+    #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling).
+    #: One thread per process by default: on the 2-core reference machine no thread count
+    #: beat one (whose 4 handlers already overlap I/O) and each extra thread cost CPU and
+    #: requests (bench/README.md, "scaling"); raise it where storage latency is higher.
+    scaling_rule: str = "0:1"
     max_dequeue_threads: int = Field(default=8, ge=1)
     processor_priorities: Annotated[list[Priority], NoDecode] = Field(
         default_factory=lambda: list(PRIORITIES)

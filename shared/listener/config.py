@@ -34,7 +34,7 @@ class ListenerConfig(BaseModel):
     safety_poll_seconds: float = Field(default=60.0, gt=0)
     #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (seed 000
     #: ``GetOptimalDequeueTaskCount``)
-    scaling_rule: str = "0:1,64:2,512:4"
+    scaling_rule: str = "0:1"  # measured: see Settings.scaling_rule
     max_threads: int = Field(default=8, ge=1)
     #: messages of one receive handled at once by one dequeue thread (overlaps I/O)
     handler_parallelism: int = Field(default=4, ge=1, le=MAX_MESSAGES_PER_RECEIVE)
