@@ -14,12 +14,16 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI
+from fastapi.staticfiles import StaticFiles
 
 from initiator.auth import ApiKeys, require_api_key
 from initiator.dependencies import open_services
 from initiator.errors import register_error_handlers
+from initiator.observability.http_metrics import HttpMetricsMiddleware
+from initiator.observability.readings import Readings
+from initiator.observability.registry import ApiMetrics
 from initiator.publishing import FaultHook
-from initiator.routes import batches, control, health, invoices, pricebook
+from initiator.routes import batches, control, dashboard, health, invoices, metrics, pricebook
 from shared import meter
 from shared.bus.ports import TriggerBus
 from shared.settings import Settings
@@ -42,6 +46,7 @@ def create_app(
         opening = partial(open_services, settings, fault=fault, connections=connections)
         services = await anyio.to_thread.run_sync(opening)
         app.state.services = services
+        app.state.readings = Readings(services)
         try:
             yield
         finally:
@@ -58,12 +63,20 @@ def create_app(
         redoc_url=None,
     )
     app.state.api_keys = api_keys
+    api_metrics = ApiMetrics.create(lambda: getattr(app.state, "readings", None))
+    app.state.metrics = api_metrics
+    app.add_middleware(HttpMetricsMiddleware, metrics=api_metrics.http)
     register_error_handlers(app)
     app.include_router(health.router)
     app.include_router(batches.router)
     app.include_router(invoices.router)
     app.include_router(pricebook.router)
     app.include_router(control.router)
+    app.include_router(metrics.router)
+    # The dashboard's page and its script are public (they hold no data); its data is not.
+    app.include_router(dashboard.page_router)
+    app.include_router(dashboard.data_router)
+    app.mount("/static", StaticFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
     def openapi_document() -> dict[str, Any]:

@@ -1,0 +1,42 @@
+"""The batches at a glance: how many in each status, and the most recent ones.
+
+One query reads the whole ``batch`` partition of the batches table, and both answers come
+from it. Cost: one table request per 1,000 records (the service's page size), and memory
+for every record while sorting. Batches arrive a few times a day (see
+:mod:`shared.batch_records`), so that is a few thousand records a year, and the readers
+call this through a cache (:mod:`initiator.observability.cache`), not once per request.
+A fleet with far more batches would keep a separate "recent" partition keyed by inverted
+time instead.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import Counter
+
+from pydantic import BaseModel, Field
+
+from initiator.schemas import BatchStatusView
+from shared.batch_records import BATCH_PARTITION, BatchRecord, BatchStatus
+from shared.storage.ports import Table
+
+#: How many batches the dashboard lists.
+RECENT_BATCHES = 50
+
+
+class BatchOverview(BaseModel):
+    """Counts of every status (zeros included) and the newest batches, newest first."""
+
+    counts: dict[BatchStatus, int]
+    recent: list[BatchStatusView] = Field(description=f"the {RECENT_BATCHES} newest batches")
+
+
+def read_batch_overview(table: Table, *, limit: int = RECENT_BATCHES) -> BatchOverview:
+    """One query over the ``batch`` partition; counts every record, keeps the newest ``limit``."""
+    records = [BatchRecord.from_properties(e.properties) for e in table.query(BATCH_PARTITION)]
+    counts = Counter(record.status for record in records)
+    newest = heapq.nlargest(limit, records, key=lambda record: record.received_at)
+    return BatchOverview(
+        counts={status: counts[status] for status in BatchStatus},
+        recent=[BatchStatusView.of(record) for record in newest],
+    )

@@ -1,0 +1,57 @@
+"""The live processor instances, read from their heartbeat entities.
+
+Each processor upserts one entity in the heartbeats table (partition = role, row = instance
+id; see :mod:`shared.listener.heartbeat`): every ~10 s while busy, every ~60 s while idle,
+and a last one marked ``stopped``. An instance is live when its last beat is not marked
+``stopped`` and is younger than :data:`STALE_AFTER` — a couple of idle intervals, so that an
+idle instance is not mistaken for a dead one, and a crashed one drops out within minutes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.storage.ports import Table
+
+#: The heartbeat partition the processors write to (``Heartbeat(role="processor")``).
+PROCESSOR_ROLE = "processor"
+#: A beat older than this is from an instance that stopped without saying so.
+STALE_AFTER = timedelta(seconds=150)
+
+
+class ProcessorInstance(BaseModel):
+    """One processor instance's last heartbeat, as the dashboard and /metrics show it."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    instance: str
+    host: str = ""
+    pid: int = 0
+    status: str
+    taken_at: datetime
+    beat_age_seconds: float = Field(default=0.0, description="how long ago the last beat was")
+    active_threads: int = 0
+    total_threads: int = 0
+    queue_depth: int = 0
+    in_flight: int = 0
+    handled: int = 0
+    errors: int = 0
+    poisoned: int = 0
+    p95_latency_ms: float | None = Field(default=None, description="absent until measured")
+
+
+def read_live_processors(
+    table: Table, *, now: datetime, stale_after: timedelta = STALE_AFTER
+) -> list[ProcessorInstance]:
+    """The processors whose last heartbeat is recent and not ``stopped``, by instance id."""
+    live: list[ProcessorInstance] = []
+    for entity in table.query(PROCESSOR_ROLE):
+        beat = ProcessorInstance.model_validate({**entity.properties, "instance": entity.row_key})
+        age = now - beat.taken_at
+        if beat.status == "stopped" or age > stale_after:
+            continue
+        # A clock a little ahead on the processor's host must not show a negative age.
+        live.append(beat.model_copy(update={"beat_age_seconds": max(age.total_seconds(), 0.0)}))
+    return sorted(live, key=lambda instance: instance.instance)

@@ -1,0 +1,31 @@
+"""The cached views of batches and processors that ``/metrics`` and the dashboard share."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from initiator.dependencies import Services
+from initiator.observability.batches import BatchOverview, read_batch_overview
+from initiator.observability.cache import TimedCache
+from initiator.observability.fleet import ProcessorInstance, read_live_processors
+
+#: How long a reading is reused: the dashboard polls every 2 s, Prometheus every 15 s or so.
+READING_TTL_SECONDS = 2.0
+
+
+class Readings:
+    """The batch overview and the live processors, each read at most once per ``ttl``."""
+
+    def __init__(self, services: Services, *, ttl: float = READING_TTL_SECONDS) -> None:
+        batches_table = services.storage.table(services.settings.batches_table)
+        heartbeats_table = services.storage.table(services.settings.heartbeats_table)
+        self._batches = TimedCache(lambda: read_batch_overview(batches_table), ttl=ttl)
+        self._processors = TimedCache(
+            lambda: read_live_processors(heartbeats_table, now=datetime.now(UTC)), ttl=ttl
+        )
+
+    def batches(self) -> BatchOverview:
+        return self._batches.get()
+
+    def processors(self) -> list[ProcessorInstance]:
+        return self._processors.get()

@@ -1,0 +1,183 @@
+// The dashboard's script: asks for the API key once, then polls /dashboard/data.
+//
+// The key stays in sessionStorage (this tab only) and travels as a Bearer header. Every
+// value from the server is written with textContent, never as HTML.
+"use strict";
+
+const KEY_STORAGE = "billing.apiKey";
+const REFRESH_MS = 2000;
+// An HTTP header carries visible ASCII only; a pasted key with a space or a newline is a typo.
+const KEY_PATTERN = /^[\x21-\x7e]+$/;
+
+let refreshTimer = null;
+
+function element(id) {
+  return document.getElementById(id);
+}
+
+function showMessage(id, message) {
+  const box = element(id);
+  box.textContent = message || "";
+  box.hidden = !message;
+}
+
+function showSignIn(message) {
+  clearTimeout(refreshTimer);
+  element("board").hidden = true;
+  element("forget-key").hidden = true;
+  element("sign-in").hidden = false;
+  showMessage("key-error", message);
+  element("api-key").focus();
+}
+
+function showBoard() {
+  element("sign-in").hidden = true;
+  element("board").hidden = false;
+  element("forget-key").hidden = false;
+}
+
+async function refresh() {
+  const key = sessionStorage.getItem(KEY_STORAGE);
+  if (!key) {
+    showSignIn();
+    return;
+  }
+  let response;
+  try {
+    response = await fetch("/dashboard/data", {
+      headers: { Authorization: `Bearer ${key}` },
+      cache: "no-store",
+    });
+  } catch (error) {
+    showTransientError(`Cannot reach the initiator (${error.message}); retrying.`);
+    return;
+  }
+  if (response.status === 401) {
+    sessionStorage.removeItem(KEY_STORAGE);
+    showSignIn("The API key was not accepted (401 Unauthorized). Check it and try again.");
+    return;
+  }
+  if (!response.ok) {
+    showTransientError(`The initiator answered ${response.status}; retrying.`);
+    return;
+  }
+  const data = await response.json();
+  showBoard();
+  showMessage("fetch-error", "");
+  render(data);
+  scheduleRefresh();
+}
+
+// The last figures stay on screen under the message; the next refresh clears it.
+function showTransientError(message) {
+  showBoard();
+  showMessage("fetch-error", message);
+  scheduleRefresh();
+}
+
+function scheduleRefresh() {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(refresh, REFRESH_MS);
+}
+
+function render(data) {
+  element("updated").textContent =
+    `updated ${new Date(data.generated_at).toLocaleTimeString()} · refreshes every 2 s`;
+  renderCounts(data.batch_counts);
+  renderRows("batches", "no-batches", data.batches, batchCells, (batch) => batch.batch_id);
+  renderRows("processors", "no-processors", data.processors, processorCells, (p) => p.instance);
+}
+
+function renderCounts(counts) {
+  const list = element("batch-counts");
+  list.replaceChildren(
+    ...Object.entries(counts).map(([status, count]) => {
+      const item = document.createElement("li");
+      item.textContent = `${status}: ${count}`;
+      item.className = count === 0 ? "zero" : `status-${status}`;
+      return item;
+    }),
+  );
+}
+
+function renderRows(tableId, emptyId, items, cellsOf, keyOf) {
+  const body = element(tableId).querySelector("tbody");
+  body.replaceChildren(
+    ...items.map((item) => {
+      const row = document.createElement("tr");
+      row.dataset.key = keyOf(item);
+      row.append(...cellsOf(item));
+      return row;
+    }),
+  );
+  element(emptyId).hidden = items.length > 0;
+}
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) {
+    td.className = className;
+  }
+  return td;
+}
+
+function batchCells(batch) {
+  const chunks = batch.chunks;
+  const seconds = batch.timings.end_to_end_seconds;
+  return [
+    cell(batch.batch_id, "id"),
+    cell(new Date(batch.timings.received_at).toLocaleTimeString()),
+    cell(batch.priority),
+    cell(batch.status, `status status-${batch.status}`),
+    cell(`${chunks.applied} / ${chunks.failed} / ${chunks.total}`, "number"),
+    cell(batch.transactions.toLocaleString(), "number"),
+    reconciledCell(batch.reconciled),
+    cell(seconds === null ? "—" : `${seconds.toFixed(1)} s`, "number"),
+  ];
+}
+
+function reconciledCell(reconciled) {
+  if (reconciled === null) {
+    return cell("—", "muted");
+  }
+  return reconciled ? cell("yes", "yes") : cell("NO", "no");
+}
+
+function processorCells(processor) {
+  const p95 = processor.p95_latency_ms;
+  return [
+    cell(processor.instance, "id"),
+    cell(`${processor.active_threads} / ${processor.total_threads}`, "number"),
+    cell(processor.queue_depth.toLocaleString(), "number"),
+    cell(String(processor.in_flight), "number"),
+    cell(processor.handled.toLocaleString(), "number"),
+    cell(String(processor.errors), processor.errors > 0 ? "number no" : "number"),
+    cell(p95 === null ? "—" : `${p95.toFixed(1)} ms`, "number"),
+    cell(`${Math.round(processor.beat_age_seconds)} s ago`, "number"),
+  ];
+}
+
+function submitKey(event) {
+  event.preventDefault();
+  const key = element("api-key").value.trim();
+  if (!KEY_PATTERN.test(key)) {
+    showMessage("key-error", "An API key is visible ASCII characters, without spaces.");
+    return;
+  }
+  sessionStorage.setItem(KEY_STORAGE, key);
+  element("api-key").value = "";
+  showMessage("key-error", "");
+  refresh();
+}
+
+function forgetKey() {
+  sessionStorage.removeItem(KEY_STORAGE);
+  showSignIn();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  element("key-form").addEventListener("submit", submitKey);
+  element("forget-key").addEventListener("click", forgetKey);
+  refresh();
+});
