@@ -69,12 +69,9 @@ async def _no_pricebook(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
     log.error("storage failure on %s %s", request.method, request.url.path, exc_info=exc)
-    return problem(
-        503,
-        "Storage unavailable",
-        "the batch was not accepted; retry later",
-        headers={"Retry-After": "5"},
-    )
+    accepting = request.method == "POST" and request.url.path == "/batches"
+    detail = "the batch was not accepted; retry later" if accepting else "retry later"
+    return problem(503, "Storage unavailable", detail, headers={"Retry-After": "5"})
 
 
 async def _client_disconnected(request: Request, _exc: Exception) -> JSONResponse:

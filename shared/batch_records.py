@@ -179,6 +179,11 @@ class BatchRecords:
             return None
         return StoredBatch(BatchRecord.from_properties(entity.properties), entity.etag)
 
+    def all(self) -> Iterator[BatchRecord]:
+        """Every batch record (one paged query of the batch partition)."""
+        for entity in self._table.query(BATCH_PARTITION):
+            yield BatchRecord.from_properties(entity.properties)
+
     def in_status(self, *statuses: BatchStatus) -> Iterator[StoredBatch]:
         for status in statuses:
             for entity in self._table.query(BATCH_PARTITION, status=status.value):

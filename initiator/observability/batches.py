@@ -17,7 +17,7 @@ from collections import Counter
 from pydantic import BaseModel, Field
 
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BATCH_PARTITION, BatchRecord, BatchStatus
+from shared.batch_records import BatchRecords, BatchStatus
 from shared.storage.ports import Table
 
 #: How many batches the dashboard lists.
@@ -33,7 +33,7 @@ class BatchOverview(BaseModel):
 
 def read_batch_overview(table: Table, *, limit: int = RECENT_BATCHES) -> BatchOverview:
     """One query over the ``batch`` partition; counts every record, keeps the newest ``limit``."""
-    records = [BatchRecord.from_properties(e.properties) for e in table.query(BATCH_PARTITION)]
+    records = list(BatchRecords(table).all())
     counts = Counter(record.status for record in records)
     newest = heapq.nlargest(limit, records, key=lambda record: record.received_at)
     return BatchOverview(
