@@ -9,12 +9,14 @@ an operator's machine then needs no storage or database credentials.
 from __future__ import annotations
 
 import json
+import time
 from decimal import Decimal
 from typing import Any
 
 import httpx
 import typer
 from rich.console import Console
+from rich.live import Live
 from rich.table import Table
 
 from shared.money import minor_exponent
@@ -27,6 +29,8 @@ API_KEY_OPTION = typer.Option(
     None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print the API's JSON instead of a table.")
+FINAL_STATUSES = ("completed", "failed")
+WATCH_SECONDS = 1.0
 
 
 def status(
@@ -34,13 +38,25 @@ def status(
     url: str | None = URL_OPTION,
     api_key: str | None = API_KEY_OPTION,
     as_json: bool = JSON_OPTION,
+    watch: bool = typer.Option(
+        False, "--watch", "-w", help="Refresh every second until the batch completes or fails."
+    ),
 ) -> None:
     """Show a batch's status: chunks, control vs warehouse totals, reconciliation, timings."""
     body = _get(url, api_key, f"/batches/{batch_id}")
     if as_json:
         typer.echo(json.dumps(body, indent=2))
         return
-    Console().print(status_table(body))
+    if not watch:
+        Console().print(status_table(body))
+        return
+    with Live(status_table(body), auto_refresh=False) as live:
+        while body["status"] not in FINAL_STATUSES:
+            time.sleep(WATCH_SECONDS)
+            body = _get(url, api_key, f"/batches/{batch_id}")
+            live.update(status_table(body), refresh=True)
+    if body["status"] == "failed" or body.get("reconciled") is False:
+        raise typer.Exit(1)
 
 
 def invoices(

@@ -142,6 +142,35 @@ def test_billing_status_and_invoices_print_the_apis_answers(
     assert "404" in missing.output
 
 
+def test_billing_status_watch_follows_a_batch_until_it_completes(
+    settings: Settings, storage: StorageAccount, initiator_url: str
+) -> None:
+    batch = publish_batch(storage, settings, "b-watch", make_transactions(40), chunk_size=20)
+    upgrade(settings.resolved_warehouse_url)
+    engine = make_engine(settings.resolved_warehouse_url)
+    handler = build_result_handler(settings, storage, engine, order_id_allocator(settings, storage))
+
+    def apply_later() -> None:
+        time.sleep(1.5)  # the watch has shown the batch unfinished at least once
+        for message in batch.results:
+            handler.handle_text(message.to_text())
+
+    applier = threading.Thread(target=apply_later)
+    applier.start()
+    watched = CliRunner().invoke(
+        billing,
+        ["status", "b-watch", "--watch", "--url", initiator_url, "--api-key", API_KEY],
+        terminal_width=200,
+    )
+    applier.join()
+    engine.dispose()
+
+    assert watched.exit_code == 0, watched.output
+    # Called before any chunk was applied, it returned only once the batch had completed.
+    assert "completed" in watched.output
+    assert "2 applied, 0 failed, 0 in flight, of 2" in watched.output
+
+
 def test_billing_warehouse_upgrade_migrates_the_configured_warehouse(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
