@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections import OrderedDict
 from typing import Literal, Protocol
 
 from processor.chunk_result import encode_result, result_blob_name
@@ -25,6 +26,8 @@ from shared.storage.ports import BlobContainer, Queue
 log = logging.getLogger(__name__)
 
 BatchState = Literal["accepted", "pending", "gone"]
+#: How many accepted batch ids a processor remembers.
+ACCEPTED_MEMORY = 1024
 
 
 class PricebookSource(Protocol):
@@ -64,10 +67,13 @@ class RatingStep:
         self._pricebooks = pricebooks
         self._batches = batches
         self._instance_id = instance_id
+        # Once accepted, a batch never goes back: remembering it saves one table read per
+        # chunk after the first (bounded: the oldest are forgotten first).
+        self._accepted: OrderedDict[str, None] = OrderedDict()
 
     def handle(self, text: str, dequeue_count: int = 1) -> None:
         item = WorkItem.from_text(text)
-        state = self._batches.state(item.batch_id)
+        state = self._state(item.batch_id)
         if state == "gone":
             # Never accepted (the initiator crashed mid-way and the sweeper removed it):
             # dropping the item is correct, there is nothing to rate.
@@ -80,6 +86,16 @@ class RatingStep:
                 f"batch {item.batch_id} is not accepted yet", delay=growing_delay(dequeue_count)
             )
         self._output.send(self.rate(item).to_text())
+
+    def _state(self, batch_id: str) -> BatchState:
+        if batch_id in self._accepted:
+            return "accepted"
+        state = self._batches.state(batch_id)
+        if state == "accepted":
+            self._accepted[batch_id] = None
+            if len(self._accepted) > ACCEPTED_MEMORY:
+                self._accepted.popitem(last=False)
+        return state
 
     def rate(self, item: WorkItem) -> ChunkResult:
         """Rate one chunk and store its result blob; returns the message for the controller."""

@@ -1,0 +1,91 @@
+"""The rating step's admission: it asks for a batch's state until the batch is accepted."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, datetime
+
+import pytest
+
+from processor.rating_step import BatchNotYetAcceptedError, BatchState, RatingStep
+from shared.chunk_payload import encode_chunk, payload_blob_name
+from shared.messages import ChunkResult, WorkItem
+from shared.pricebook import Pricebook, sample_pricebook
+from shared.transactions import Transaction
+from tests.support.memory_blobs import MemoryBlobContainer
+from tests.support.memory_queue import MemoryQueue
+
+
+class CountingStates:
+    """A batch-state source that answers from a script and counts the questions."""
+
+    def __init__(self, *answers: BatchState) -> None:
+        self.answers = list(answers)
+        self.asked = 0
+
+    def state(self, batch_id: str) -> BatchState:
+        self.asked += 1
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+class OneBook:
+    def get(self, version: str) -> Pricebook:
+        return sample_pricebook()
+
+
+def work_item(payloads: MemoryBlobContainer, batch_id: str, chunk: int) -> str:
+    tx = Transaction("t-1", "c-1", "API-CALLS", 3, "EU", datetime(2025, 1, 1, tzinfo=UTC))
+    data = encode_chunk(batch_id, chunk, [(2, tx)])
+    payloads.put(payload_blob_name(batch_id, chunk), data)
+    return WorkItem(
+        batch_id=batch_id,
+        chunk=chunk,
+        priority="normal",
+        payload_blob=payload_blob_name(batch_id, chunk),
+        first_line=2,
+        last_line=2,
+        transactions=1,
+        sha256=hashlib.sha256(data).hexdigest(),
+        pricebook_version="v",
+    ).to_text()
+
+
+def make_step(states: CountingStates) -> tuple[RatingStep, MemoryBlobContainer, MemoryQueue]:
+    payloads = MemoryBlobContainer("payloads")
+    output = MemoryQueue("results")
+    output.create()
+    step = RatingStep(
+        payloads=payloads,
+        results=MemoryBlobContainer("results"),
+        output=output,
+        pricebooks=OneBook(),
+        batches=states,
+        instance_id="test",
+    )
+    return step, payloads, output
+
+
+def test_an_accepted_batch_is_looked_up_once_for_all_its_chunks() -> None:
+    states = CountingStates("accepted")
+    step, payloads, output = make_step(states)
+
+    for chunk in range(3):
+        step.handle(work_item(payloads, "b-1", chunk))
+
+    assert states.asked == 1
+    results = [ChunkResult.from_text(m.content) for m in output.peek()]
+    assert sorted(r.chunk for r in results) == [0, 1, 2]
+
+
+def test_a_pending_batch_is_asked_again_until_it_is_accepted() -> None:
+    states = CountingStates("pending", "accepted")
+    step, payloads, output = make_step(states)
+    text = work_item(payloads, "b-2", 0)
+
+    with pytest.raises(BatchNotYetAcceptedError):
+        step.handle(text)
+    step.handle(text)
+    step.handle(work_item(payloads, "b-2", 1))
+
+    assert states.asked == 2  # pending, then accepted, then remembered
+    assert output.approximate_count() == 2
