@@ -56,17 +56,13 @@ def resource_names() -> dict[str, str]:
 
 @pytest.fixture
 def make_settings(stack: str, tmp_path: Path, request: pytest.FixtureRequest) -> SettingsFactory:
-    """Settings of this test's stack; keywords override. Listener timings are short (a
-    message left undeleted reappears within seconds, an idle loop sleeps at most 0.2 s)."""
+    """Settings of this test's stack; keywords override. The listener timings are the
+    production defaults: an end-to-end test runs the pipeline as deployed."""
     base: dict[str, object] = {
         "data_dir": tmp_path / "billing",
         "api_keys": [API_KEY],
         **resource_names(),
         "partitions": 2,
-        "visibility_timeout_seconds": 10,
-        "backoff_min_idle_ms": 10,
-        "backoff_delta_ms": 20,
-        "backoff_max_idle_ms": 200,
         "id_range_size": 100,
     }
     if stack == "azurite+postgres":

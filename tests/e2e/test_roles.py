@@ -1,10 +1,11 @@
 """The role commands as an operator runs them: start, become ready, stop on SIGTERM.
 
-``billing initiator``, ``billing processor --processes 1`` and ``billing controller`` each
-start as a process against the embedded backend and against Azurite (connection string in
-the environment), create what they need, become ready, and exit cleanly within
-:data:`STOP_BOUND_SECONDS` of SIGTERM — the grace a container platform gives before
-SIGKILL. Each test prints the measured stop time.
+``billing initiator``, ``billing processor --processes 1`` and ``billing controller`` start
+as processes of one deployment, on the embedded backend and on Azurite (connection string in
+the environment); each creates what it needs and becomes ready (the initiator answers
+``/healthz``, the processor's heartbeat says running, the controller logs that it listens),
+and each exits cleanly within :data:`STOP_BOUND_SECONDS` of SIGTERM — the grace a container
+platform gives before SIGKILL. The measured stop times are printed.
 """
 
 from __future__ import annotations
@@ -83,15 +84,22 @@ class RoleProcess:
             assert time.monotonic() < deadline, f"not {what} in time:\n{self.log()[-3000:]}"
             time.sleep(0.05)
 
-    def terminate(self) -> tuple[int, float]:
-        """SIGTERM, then wait for the exit: (exit code, seconds it took)."""
-        sent = time.monotonic()
-        self.process.send_signal(signal.SIGTERM)
+
+def terminate_all(processes: dict[str, RoleProcess]) -> dict[str, tuple[int, float]]:
+    """SIGTERM every process at once, then wait for each in turn: name → (exit code, seconds
+    from its signal to its exit as seen here, an upper bound)."""
+    sent = {}
+    for name, running in processes.items():
+        sent[name] = time.monotonic()
+        running.process.send_signal(signal.SIGTERM)
+    stops = {}
+    for name, running in processes.items():
         try:
-            code = self.process.wait(timeout=30)
+            code = running.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            pytest.fail(f"still running 30 s after SIGTERM:\n{self.log()[-3000:]}")
-        return code, time.monotonic() - sent
+            pytest.fail(f"{name} still running 30 s after SIGTERM:\n{running.log()[-3000:]}")
+        stops[name] = (code, time.monotonic() - sent[name])
+    return stops
 
 
 @contextmanager
@@ -114,14 +122,14 @@ def role(deployment: Deployment, *args: str) -> Iterator[RoleProcess]:
             process.wait()
 
 
-def assert_resources_exist(settings: Settings, *, tables: bool = True) -> None:
-    """The role created the queues, containers (and tables) it runs on."""
+def assert_resources_exist(settings: Settings) -> str:
+    """Every queue, container and table of the deployment is there; the account's name."""
     storage = open_storage(settings)
     try:
         assert set(queues_for(settings)) <= set(storage.list_queues())
         assert set(containers_for(settings)) <= set(storage.list_containers())
-        if tables:
-            assert set(tables_for(settings)) <= set(storage.list_tables())
+        assert set(tables_for(settings)) <= set(storage.list_tables())
+        return storage.account_name
     finally:
         storage.close()
 
@@ -137,12 +145,6 @@ def heartbeat_statuses(settings: Settings) -> list[str]:
         storage.close()
 
 
-def assert_stopped_in_time(name: str, took: float, log: str) -> None:
-    print(f"billing {name} stopped {took:.2f} s after SIGTERM")
-    assert took < STOP_BOUND_SECONDS, log[-3000:]
-    assert "Traceback" not in log, log[-3000:]
-
-
 def test_billing_help_lists_the_roles() -> None:
     done = subprocess.run(
         [str(BILLING), "--help"], capture_output=True, text=True, check=False, timeout=60
@@ -152,8 +154,13 @@ def test_billing_help_lists_the_roles() -> None:
     assert {"initiator", "processor", "controller", "demo"} <= commands, done.stdout
 
 
-def test_billing_initiator_serves_and_stops_on_sigterm(deployment: Deployment) -> None:
-    url = f"http://127.0.0.1:{deployment.settings.port}"
+def test_each_role_starts_becomes_ready_and_stops_on_sigterm_within_5_s(
+    deployment: Deployment,
+) -> None:
+    """The three roles of one deployment, side by side as separate processes (which also
+    keeps the test short: they start in parallel)."""
+    settings = deployment.settings
+    url = f"http://127.0.0.1:{settings.port}"
 
     def healthy() -> bool:
         try:
@@ -161,47 +168,47 @@ def test_billing_initiator_serves_and_stops_on_sigterm(deployment: Deployment) -
         except httpx.TransportError:
             return False
 
-    with role(deployment, "initiator") as initiator:
+    with (
+        role(deployment, "initiator") as initiator,
+        role(deployment, "processor", "--processes", "1") as processor,
+        role(deployment, "controller") as controller,
+    ):
         initiator.wait_until(healthy, "healthy")
-        assert_resources_exist(deployment.settings)
+        processor.wait_until(lambda: heartbeat_statuses(settings) == ["running"], "running")
+        controller.wait_until(lambda: "listening on" in controller.log(), "listening")
+        account = assert_resources_exist(settings)
         unauthorised = httpx.get(f"{url}/batches/b-1", timeout=5.0)
-        code, took = initiator.terminate()
+        key = {"Authorization": f"Bearer {settings.api_keys[0].get_secret_value()}"}
+        unknown = httpx.get(f"{url}/batches/b-1", headers=key, timeout=5.0)
+        roles = {"initiator": initiator, "processor": processor, "controller": controller}
+        stops = terminate_all(roles)
+
+    for name, (_, took) in stops.items():
+        print(f"billing {name} stopped {took:.2f} s after SIGTERM")
 
     log = initiator.log()
-    assert unauthorised.status_code == 401  # it runs with the key from the environment
+    # it runs with the key from the environment, and only with it
+    assert (unauthorised.status_code, unknown.status_code) == (401, 404)
     # uvicorn shuts down gracefully, then re-raises the signal it caught: -SIGTERM is clean.
-    assert code in (0, -signal.SIGTERM), log
+    assert stops["initiator"][0] in (0, -signal.SIGTERM), log
     assert "Application shutdown complete" in log
     assert "Finished server process" in log
-    assert_stopped_in_time("initiator", took, log)
-
-
-def test_billing_processor_runs_and_stops_on_sigterm(deployment: Deployment) -> None:
-    settings = deployment.settings
-    with role(deployment, "processor", "--processes", "1") as processor:
-        processor.wait_until(lambda: heartbeat_statuses(settings) == ["running"], "running")
-        assert_resources_exist(settings)
-        code, took = processor.terminate()
 
     log = processor.log()
-    assert code == 0, log
+    assert stops["processor"][0] == 0, log
     assert heartbeat_statuses(settings) == ["stopped"]  # its last heartbeat, on the way out
     assert "processors stopped (clean)" in log
-    assert_stopped_in_time("processor", took, log)
-
-
-def test_billing_controller_runs_and_stops_on_sigterm(deployment: Deployment) -> None:
-    settings = deployment.settings
-    with role(deployment, "controller") as controller:
-        controller.wait_until(lambda: "listening on" in controller.log(), "listening")
-        assert_resources_exist(settings)
-        code, took = controller.terminate()
 
     log = controller.log()
-    assert code == 0, log
+    assert stops["controller"][0] == 0, log
     assert f"listening on {settings.output_queue}" in log
     assert "stopped (clean)" in log
-    assert_stopped_in_time("controller", took, log)
+
+    for name, running in roles.items():
+        # each role provisions what it needs itself (idempotently), whoever comes first
+        assert f"resources ready on {account}" in running.log(), name
+        assert stops[name][1] < STOP_BOUND_SECONDS, f"{name}:\n{running.log()[-3000:]}"
+        assert "Traceback" not in running.log(), f"{name}:\n{running.log()[-3000:]}"
 
 
 def test_billing_initiator_refuses_to_start_without_an_api_key(tmp_path: Path) -> None:
