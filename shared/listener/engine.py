@@ -61,6 +61,7 @@ class QueueListener:
         self.trigger_available = trigger_available
         self.name = name
         self.state = ListenerState()
+        self._clock = clock
         self._sources = list(queues)
         self._rule = self.config.rule
         errors = ErrorMemory()  # handler errors, read back when a message is poisoned
@@ -101,6 +102,7 @@ class QueueListener:
                 errors=errors,
                 state=self.state,
                 stopping=self._stopping,
+                visibility_timeout=self.config.visibility_timeout,
                 clock=clock,
             ),
             renewer=self._renewer,
@@ -245,6 +247,8 @@ class QueueListener:
             active = self.state.active_threads
             if self._stopping.is_set() or (active <= 1 and not self.trigger_available):
                 return False
+            if active <= 1 and self._context.handling.returns_due_by > self._clock():
+                return False  # a handed-back message is due soon: keep looking for it
             self.state.thread_ended(retired=True)
             if active == 1:
                 self.state.set_safety_poll_only(True)

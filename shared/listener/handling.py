@@ -40,15 +40,33 @@ class MessageHandling:
         errors: ErrorMemory,
         state: ListenerState,
         stopping: threading.Event,
+        visibility_timeout: float,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._handler = handler
+        self._visibility_timeout = visibility_timeout
+        self._due_lock = threading.Lock()
+        self._returns_due_by = 0.0
         self._renewer = renewer
         self._poison = poison
         self._errors = errors
         self._state = state
         self._stopping = stopping
         self._clock = clock
+
+    @property
+    def returns_due_by(self) -> float:
+        """When the last message handed back (failed or deferred) is due to reappear.
+
+        Until then the listener keeps one dequeue thread: were the last one to retire, only
+        the slow safety poll would find the message again.
+        """
+        with self._due_lock:
+            return self._returns_due_by
+
+    def _expect_back(self, after_seconds: float) -> None:
+        with self._due_lock:
+            self._returns_due_by = max(self._returns_due_by, self._clock() + after_seconds)
 
     def handle(self, lease: Lease) -> None:
         latency: float | None = None
@@ -79,6 +97,7 @@ class MessageHandling:
             raise
         except Exception as error:
             lease.release()  # stop renewing: it reappears when its visibility runs out
+            self._expect_back(self._visibility_timeout)
             self._errors.remember(lease.message_id, describe_error(error))
             log.error(
                 "handler failed on message %s of %s (dequeue %d); it will reappear",
@@ -122,7 +141,9 @@ class MessageHandling:
             lease.source.queue.update_visibility(message, retry.delay)
         except Exception:  # best effort: otherwise it reappears after its timeout
             log.warning("could not defer message %s of %s", message.id, lease.queue_name)
+            self._expect_back(self._visibility_timeout)
             return False
+        self._expect_back(retry.delay)
         log.info(
             "message %s of %s deferred %d s: %s", message.id, lease.queue_name, retry.delay, retry
         )
