@@ -24,12 +24,17 @@ def initiator(
     import uvicorn
 
     from initiator.app import create_app
+    from initiator.auth import MissingApiKeysError
 
     configure_logging()
     settings = Settings()
     if insecure_local:
         settings = settings.model_copy(update={"insecure_local": True})
-    app = create_app(settings)
+    try:
+        app = create_app(settings)
+    except MissingApiKeysError as error:
+        typer.echo(f"billing initiator: {error}", err=True)
+        raise typer.Exit(1) from None
     uvicorn.run(
         app,
         host=host or settings.host,
