@@ -116,8 +116,7 @@ class BatchAcceptance:
         try:
             with reader:
                 for rows in chunks_of(reader, self._settings.chunk_size):
-                    for _, transaction in rows:
-                        totals.add(transaction.transaction_id, transaction.quantity)
+                    totals.add_all([transaction for _, transaction in rows])
                     publication.add_chunk(rows)
             rejection = reader.rejection()
         except Exception:

@@ -9,8 +9,11 @@ time. Build one only from that parser, or in tests.
 from __future__ import annotations
 
 import hashlib
+import struct
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,6 +43,19 @@ def transaction_id_hash(transaction_id: str) -> int:
     return int.from_bytes(digest, "big")
 
 
+def id_checksum_of(transaction_ids: Iterable[str]) -> int:
+    """The sum of :func:`transaction_id_hash` over ``transaction_ids``, modulo 2**64.
+
+    The same value as summing the hashes one by one, at about half the cost per id: the
+    8-byte digests are joined and read back as big-endian words by a single ``struct`` call,
+    so the only per-id Python work left is the blake2b call itself.
+    """
+    blake2b = hashlib.blake2b
+    digests = b"".join([blake2b(tid.encode(), digest_size=8).digest() for tid in transaction_ids])
+    words: tuple[int, ...] = struct.unpack(f">{len(digests) // 8}Q", digests)
+    return sum(words) % ID_CHECKSUM_MODULUS
+
+
 class ControlTotals(BaseModel):
     """Figures taken at intake and compared with the warehouse at reconciliation.
 
@@ -67,8 +83,12 @@ class ControlTotals(BaseModel):
         )
 
 
+_transaction_id_of = attrgetter("transaction_id")
+_quantity_of = attrgetter("quantity")
+
+
 class ControlTotalsBuilder:
-    """Accumulates :class:`ControlTotals` one transaction at a time (cheap per call)."""
+    """Accumulates :class:`ControlTotals` one transaction, or one chunk, at a time."""
 
     __slots__ = ("_id_checksum", "_quantity", "_transactions")
 
@@ -82,6 +102,15 @@ class ControlTotalsBuilder:
         self._quantity += quantity
         self._id_checksum = (
             self._id_checksum + transaction_id_hash(transaction_id)
+        ) % ID_CHECKSUM_MODULUS
+
+    def add_all(self, transactions: Collection[Transaction]) -> None:
+        """Add a whole chunk: the same totals as :meth:`add` per transaction, for less
+        than half the cost (the initiator adds every transaction of every batch)."""
+        self._transactions += len(transactions)
+        self._quantity += sum(map(_quantity_of, transactions))
+        self._id_checksum = (
+            self._id_checksum + id_checksum_of(map(_transaction_id_of, transactions))
         ) % ID_CHECKSUM_MODULUS
 
     def build(self) -> ControlTotals:

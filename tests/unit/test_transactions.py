@@ -14,6 +14,7 @@ from shared.transactions import (
     ControlTotals,
     ControlTotalsBuilder,
     Transaction,
+    id_checksum_of,
     transaction_id_hash,
 )
 
@@ -56,6 +57,25 @@ def test_id_hash_is_blake2b_64_big_endian(tid: str) -> None:
 def test_id_hash_differs_for_nearby_ids() -> None:
     hashes = {transaction_id_hash(f"T-{i}") for i in range(1000)}
     assert len(hashes) == 1000
+
+
+@pytest.mark.parametrize("count", [0, 1, 50, 2000])
+def test_id_checksum_of_many_ids_is_the_wrapped_sum_of_their_hashes(count: int) -> None:
+    ids = [tid for tid, _ in sample_lines(count)] + (["ünïcode-id"] if count else [])
+    assert id_checksum_of(ids) == sum(expected_hash(tid) for tid in ids) % 2**64
+
+
+def test_adding_a_chunk_at_once_gives_the_totals_of_adding_one_by_one() -> None:
+    lines = sample_lines(1000)
+    when = datetime(2024, 6, 1, tzinfo=UTC)
+    transactions = [Transaction(tid, "C-1", "SEAT", qty, "EU", when) for tid, qty in lines]
+    builder = ControlTotalsBuilder()
+    builder.add_all(transactions[:400])
+    builder.add(*lines[400])
+    builder.add_all(transactions[401:])
+    builder.add_all([])
+
+    assert builder.build() == totals_of(lines)
 
 
 def test_totals_count_sum_and_checksum() -> None:
