@@ -1,9 +1,14 @@
 """A transaction of a batch file, and the control totals that prove none was lost (design §6-7).
 
-``Transaction`` is a plain frozen dataclass rather than a pydantic model: the initiator's
+``Transaction`` is a plain slotted dataclass rather than a pydantic model: the initiator's
 parser creates one per line, millions a day, and it has already validated every field by
 then (see the batch-file rules in design §6), so a second validation here would only cost
-time. Build one only from that parser, or in tests.
+time. Build one only from that parser, from a chunk payload, or in tests.
+
+It is deliberately not ``frozen``: a frozen dataclass's ``__init__`` sets each field through
+``object.__setattr__``, which made creating one about four times dearer (~0.65 µs against
+~0.16 µs, a sixth of the parser's time per line). Treat a transaction as a value all the
+same: nothing changes one after it is built.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ ID_CHECKSUM_MODULUS = 2**64
 """Control-total id checksums are sums modulo 2**64, so they fit an unsigned 64-bit word."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Transaction:
     """One validated line of a batch file. ``occurred_at`` always carries a UTC offset."""
 
