@@ -15,6 +15,12 @@ processed, so the cheap level wins; zlib releases the GIL, so it overlaps with p
 
 Each row keeps the transaction's physical line in the batch file, so a processor can name
 the line of a transaction it cannot rate.
+
+``occurred_at`` is written as the batch file spelled it (``Transaction.occurred_at_text``,
+e.g. ``...T10:00:00.250Z``), falling back to ``isoformat()`` for a transaction built from a
+datetime alone. The parser accepted that text only after ``datetime.fromisoformat`` read it,
+so :func:`decode_chunk` reads it back to the same aware datetime either way; copying it
+saves formatting every timestamp again (~0.8 µs a row, about a third of the encoding).
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ def encode_chunk(
                 tx.sku,
                 tx.quantity,
                 tx.region,
-                tx.occurred_at.isoformat(),
+                tx.occurred_at_text or tx.occurred_at.isoformat(),
             ]
             for line, tx in rows
         ],

@@ -91,7 +91,7 @@ class TransactionValidator:
                 duplicates = self._add_id(transaction_id, line)
                 if duplicates:
                     self.report_duplicates(duplicates)
-                return Transaction(
+                transaction = Transaction(
                     transaction_id,
                     canonical_customer,
                     canonical_sku,
@@ -99,6 +99,8 @@ class TransactionValidator:
                     canonical_region,
                     when,
                 )
+                transaction.occurred_at_text = occurred_at  # for the payload, see there
+                return transaction
         values = {
             "transaction_id": transaction_id,
             "customer_id": customer_id,

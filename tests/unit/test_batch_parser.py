@@ -80,6 +80,16 @@ def test_fractional_seconds_with_a_non_utc_offset() -> None:
     assert parsed.occurred_at.utcoffset() == timedelta(hours=5, minutes=30)
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["2026-01-05T10:00:00Z", "2026-03-01T08:15:30.123456789+05:30", "2026-06-30T12:00:00.5-03:30"],
+)
+def test_the_timestamp_keeps_its_text_as_written_for_the_payload(text: str) -> None:
+    [(_, parsed)] = accepted(csv_body(row("T1", occurred_at=text)))
+    assert parsed.occurred_at_text == text
+    assert parsed.occurred_at == datetime.fromisoformat(text)
+
+
 def test_a_quoted_field_spanning_lines_keeps_physical_line_numbers() -> None:
     header = HEADER + ",note"
     body = csv_body(

@@ -38,6 +38,12 @@ def test_json_lines_give_the_exact_transactions(content_type: str | None) -> Non
     ]
 
 
+def test_the_timestamp_keeps_its_text_as_written_for_the_payload() -> None:
+    body = jsonl_body(record(occurred_at="2026-06-30T12:00:00.5-03:30"))
+    [(_, parsed)] = accepted(body, content_type=NDJSON)
+    assert parsed.occurred_at_text == "2026-06-30T12:00:00.5-03:30"
+
+
 def test_extra_keys_blank_lines_crlf_bom_and_no_final_newline() -> None:
     first = jsonl_body(record(transaction_id="T1", note="ignored", nested={"a": [1]}))
     last = jsonl_body(record(transaction_id="T2")).rstrip(b"\n")

@@ -52,6 +52,36 @@ def test_round_trip_keeps_lines_values_and_offsets() -> None:
     ]
 
 
+def blob_timestamps(data: bytes) -> list[str]:
+    document = json.loads(gzip.decompress(data))
+    return [row[document["columns"].index("occurred_at")] for row in document["rows"]]
+
+
+def test_a_timestamp_known_as_text_is_written_as_that_text_and_read_back_the_same() -> None:
+    texts = ["2025-03-01T08:00:00Z", "2025-03-01T23:59:59.123456789-05:30"]
+    rows = []
+    for line, text in enumerate(texts, start=2):
+        parsed = Transaction("tx", "cust", "SKU", 1, "EU", datetime.fromisoformat(text))
+        parsed.occurred_at_text = text  # as the batch parser leaves it
+        rows.append((line, parsed))
+
+    data = encode_chunk("b", 0, rows)
+
+    assert blob_timestamps(data) == texts
+    decoded = decode_chunk(data).rows
+    assert decoded == rows
+    assert [tx.occurred_at.utcoffset() for _, tx in decoded] == [
+        tx.occurred_at.utcoffset() for _, tx in rows
+    ]
+
+
+def test_a_timestamp_without_text_is_written_in_iso_format() -> None:
+    assert blob_timestamps(encode_chunk("b", 0, ROWS)) == [
+        "2025-03-01T10:00:00+02:00",
+        "2025-03-01T23:59:59.123456-05:30",
+    ]
+
+
 def test_encoding_is_deterministic_and_compressed() -> None:
     many = ROWS * 500
     first, second = encode_chunk("b", 0, many), encode_chunk("b", 0, many)
