@@ -6,11 +6,12 @@ while the queues still hold the truth (and workers elsewhere could still pick it
 
 Same semantics as the other backends of :mod:`shared.bus.ports`, minus durability:
 
-* a subscription is a queue of its own with a correlation filter (all pairs must match);
-  publishing copies the message to every matching subscription (fan-out);
+* a subscription is a queue of its own with correlation filters (all pairs of one filter
+  must match; any of several filters will do); publishing copies the message to every
+  matching subscription, once each (fan-out);
 * several receivers on one subscription compete: each copy is handed out once;
 * ``receive`` blocks on the subscription's :class:`threading.Condition` until a copy
-  arrives or the timeout passes — no polling;
+  arrives, the timeout passes or the receiving end is closed — no polling;
 * ``auto_delete_idle_seconds`` drops a subscription nobody has received from for that long
   (and nobody is waiting on), so the copies of a gone instance do not pile up.
 
@@ -48,9 +49,6 @@ class _SubscriptionState:
     pending: deque[BusMessage] = field(default_factory=deque)
     waiting: int = 0
     deleted: bool = False
-
-    def matches(self, properties: Mapping[str, str]) -> bool:
-        return all(properties.get(k) == v for k, v in self.spec.filter.items())
 
     def idle_too_long(self, now: float) -> bool:
         limit = self.spec.auto_delete_idle_seconds
@@ -103,14 +101,14 @@ class InProcessTriggerBus:
             self._require_topic()
             self._drop_idle_subscriptions()
             for state in self._subscriptions.values():
-                if state.matches(properties):
+                if state.spec.matches(properties):
                     # Each copy has its own properties dict: no receiver can alter another's.
                     copy = BusMessage(bytes(body), dict(properties), message_id, delivery_count=1)
                     state.pending.append(copy)
                     state.arrived.notify_all()
 
     def subscribe(self, spec: SubscriptionSpec) -> InProcessSubscription:
-        """Create the subscription, or open it with ``spec``'s filter and idle limit."""
+        """Create the subscription, or open it with ``spec``'s filters and idle limit."""
         with self._lock:
             self._require_topic()
             now = self._clock()
@@ -118,7 +116,7 @@ class InProcessTriggerBus:
             if state is None:
                 state = _SubscriptionState(spec, self._topic, threading.Condition(self._lock), now)
                 self._subscriptions[spec.name] = state
-            else:  # as on the other backends: subscribing again replaces filter and limit
+            else:  # as on the other backends: subscribing again replaces filters and limit
                 state.spec, state.last_active = spec, now
             subscription = InProcessSubscription(state, self._clock)
             self._opened.add(subscription)
@@ -202,7 +200,8 @@ class InProcessSubscription:
                 state.last_active = self._clock()
 
     def close(self) -> None:
-        """Stop receiving here (a blocked receive returns); the subscription itself stays."""
+        """Stop receiving here (a receive blocked in another thread returns ``[]`` at once);
+        the subscription itself stays. Closing again does nothing."""
         with self._state.arrived:
             self.closed = True
             self._state.arrived.notify_all()

@@ -2,9 +2,10 @@
 
 Seed 000 uses a Service Bus topic to push a *trigger event* to processors so they need not
 poll; seed 003 filters subscriptions on a ``Priority`` property; seed 002 broadcasts the
-release gate on the same kind of topic. Two backends implement this port:
-``shared.bus.servicebus`` (the azure-servicebus SDK) and ``shared.bus.embedded`` (a local
-folder, no server).
+release gate on the same kind of topic. Three backends implement this port:
+``shared.bus.servicebus`` (the azure-servicebus SDK), ``shared.bus.embedded`` (a local
+folder, no server) and ``shared.bus.in_process`` (memory, for all-in-one mode); the contract
+suite ``tests/contract/test_bus_contract.py`` holds them to the same behaviour.
 """
 
 from __future__ import annotations
@@ -28,22 +29,53 @@ class BusMessage:
     delivery_count: int = 0
 
 
+#: A correlation filter: application properties a message must carry, all of them.
+CorrelationFilter = Mapping[str, str]
+
+
 @dataclass(frozen=True)
 class SubscriptionSpec:
-    """A named subscription and its correlation filter (all pairs must match).
+    """A named subscription and the correlation filters that select its messages.
 
-    An empty filter receives everything. ``auto_delete_idle_seconds`` asks the backend to
-    drop the subscription when its owner has been gone that long (per-instance subscriptions
-    of processors, so that every idle instance wakes on a trigger).
+    ``filter`` is one correlation filter: every pair must match, and an empty one receives
+    everything. ``filters`` are several, and a message that matches *any* of them is
+    delivered, once (Service Bus ORs a subscription's rules): one subscription per processor
+    instance hears every priority it serves. Give one or the other.
+
+    ``auto_delete_idle_seconds`` asks the backend to drop the subscription when its owner has
+    been gone that long (per-instance subscriptions of processors, so that every idle
+    instance wakes on a trigger).
     """
 
     name: str
-    filter: Mapping[str, str] = field(default_factory=dict)
+    filter: CorrelationFilter = field(default_factory=dict)
     auto_delete_idle_seconds: int | None = None
+    filters: tuple[CorrelationFilter, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.filter and self.filters:
+            raise ValueError(f"subscription {self.name!r}: give filter or filters, not both")
+
+    @property
+    def rules(self) -> tuple[CorrelationFilter, ...]:
+        """The correlation filters in effect, any of which selects a message."""
+        return self.filters or (self.filter,)
+
+    def matches(self, properties: Mapping[str, str]) -> bool:
+        """Whether a message with these application properties reaches the subscription."""
+        return any(
+            all(properties.get(key) == value for key, value in rule.items()) for rule in self.rules
+        )
 
 
 class Subscription(Protocol):
-    """A receiving end of the topic."""
+    """A receiving end of the topic.
+
+    :meth:`close` may be called from any thread, also while another thread is blocked in
+    :meth:`receive`: that receive then returns ``[]`` promptly (milliseconds, not its
+    timeout). This is what lets a receiver block for a long time, which costs nothing on
+    an idle bus, and still stop at once. Closing twice is harmless.
+    """
 
     @property
     def name(self) -> str: ...
@@ -53,10 +85,14 @@ class Subscription(Protocol):
 
         Trigger messages are hints (the queues hold the truth), so messages are completed
         as they are handed out: a processor that dies after receiving one loses nothing.
+        Returns ``[]`` at the timeout or when the end is closed meanwhile; raises
+        ``RuntimeError`` on an end closed before the call (a loop over it fails, not spins).
         """
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop receiving here (waking a blocked receive); the subscription itself stays."""
+        ...
 
 
 class TriggerBus(Protocol):

@@ -7,8 +7,9 @@
   one with its filter before the test subscribes, as Bicep does in Azure.
 
 What a processor relies on, whatever the backend: a subscription receives only what its
-correlation filter matches, every matching subscription gets its own copy, a receive blocks
-until a message comes or its timeout passes (then ``[]``), properties come back ``str`` to
+correlation filters match (any of several, once), every matching subscription gets its own
+copy, a receive blocks until a message comes or its timeout passes (then ``[]``), a close
+from another thread ends a blocked receive at once, properties come back ``str`` to
 ``str``, the body comes back byte for byte, and each copy is handed out once.
 """
 
@@ -36,10 +37,16 @@ class BusUnderTest:
         self._broker = broker
         bus.ensure_topic()
 
-    def subscribe(self, name: str, filter: Mapping[str, str] | None = None) -> Subscription:
+    def subscribe(
+        self,
+        name: str,
+        filter: Mapping[str, str] | None = None,
+        *,
+        filters: tuple[Mapping[str, str], ...] = (),
+    ) -> Subscription:
         if self._broker is not None:
-            self._broker.add_subscription(TOPIC, name, filter)
-        return self.bus.subscribe(SubscriptionSpec(name, dict(filter or {})))
+            self._broker.add_subscription(TOPIC, name, filter, filters=filters)
+        return self.bus.subscribe(SubscriptionSpec(name, dict(filter or {}), filters=filters))
 
 
 @pytest.fixture(params=["embedded", "in-process", "servicebus"])
@@ -163,3 +170,66 @@ def test_receivers_sharing_a_subscription_each_get_different_messages(
     got += bodies(receive_until(second, len(sent) - len(got)))
 
     assert sorted(got) == sorted(sent)  # each exactly once between the two
+
+
+def test_a_subscription_with_several_filters_receives_what_any_of_them_matches_once(
+    target: BusUnderTest,
+) -> None:
+    # One subscription per processor instance: a rule per served priority, one for the gate.
+    instance = target.subscribe(
+        "proc-one", filters=({"Priority": "high"}, {"Priority": "low"}, {"Kind": "gate"})
+    )
+
+    target.bus.publish(b"high work", {"Priority": "high", "Kind": "work"})
+    target.bus.publish(b"normal work", {"Priority": "normal", "Kind": "work"})
+    target.bus.publish(b"low work", {"Priority": "low", "Kind": "work"})
+    target.bus.publish(b"gate", {"Kind": "gate"})
+    target.bus.publish(b"high gate", {"Priority": "high", "Kind": "gate"})  # two rules match
+
+    received = receive_until(instance, 4)
+    assert sorted(bodies(received)) == [b"gate", b"high gate", b"high work", b"low work"]
+    assert instance.receive(timeout=0.5) == []  # not the normal one; "high gate" only once
+
+
+def test_a_close_from_another_thread_ends_a_blocked_receive_at_once(
+    target: BusUnderTest,
+) -> None:
+    subscription = target.subscribe("long-wait", HIGH)
+    outcome: list[list[BusMessage]] = []
+    waiter = threading.Thread(target=lambda: outcome.append(subscription.receive(timeout=60)))
+    waiter.start()
+    time.sleep(0.5)  # blocked by now, for up to a minute
+    closed_at = time.monotonic()
+    subscription.close()
+    waiter.join(10)
+    waited = time.monotonic() - closed_at
+    print(f"\na receive(timeout=60) returned {1000 * waited:.1f} ms after close()")
+    assert not waiter.is_alive()
+    assert outcome == [[]]
+    assert waited < 1.0  # a stop may take ~1 s at most; this is typically milliseconds
+
+
+def test_a_closed_end_refuses_to_receive_and_closes_again_harmlessly(
+    target: BusUnderTest,
+) -> None:
+    subscription = target.subscribe("closed", HIGH)
+    subscription.close()
+    subscription.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        subscription.receive(timeout=0.1)
+
+
+def test_a_message_published_after_a_close_waits_for_the_next_receiver(
+    target: BusUnderTest,
+) -> None:
+    first = target.subscribe("handover", HIGH)
+    waiter = threading.Thread(target=lambda: first.receive(timeout=60))
+    waiter.start()
+    time.sleep(0.5)
+    first.close()
+    waiter.join(10)
+
+    target.bus.publish(b"for whoever comes next", HIGH)
+
+    second = target.bus.subscribe(SubscriptionSpec("handover", HIGH))
+    assert bodies(receive_until(second, 1)) == [b"for whoever comes next"]

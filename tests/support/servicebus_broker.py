@@ -13,6 +13,7 @@ client speaks HTTP, which this broker does not. Pre-create what a test needs::
     broker.add_topic("triggers")
     broker.add_subscription("triggers", "high", {"Priority": "High"})  # correlation filter
     broker.add_subscription("triggers", "all")                          # takes everything
+    broker.add_subscription("triggers", "both", filters=[{"Priority": "High"}, {"Kind": "gate"}])
     broker.start()
     ServiceBusClient.from_connection_string(broker.connection_string)  # the real SDK
 
@@ -35,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 import socket
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from types import TracebackType
 from typing import TypeVar
@@ -101,15 +102,18 @@ class ServiceBusBroker:
         name: str,
         filter: Mapping[str, str] | None = None,
         *,
+        filters: Sequence[Mapping[str, str]] = (),
         max_delivery_count: int = DEFAULT_MAX_DELIVERY_COUNT,
         lock_duration: float = DEFAULT_LOCK_DURATION,
     ) -> None:
-        """Add a subscription whose correlation filter matches these application properties."""
+        """Add a subscription whose correlation filter matches these application properties,
+        or with several ``filters`` (one rule each), any of which selects a message."""
         with self.namespace.lock:
             self.namespace.add_subscription(
                 topic,
                 name,
                 filter,
+                filters=filters,
                 max_delivery_count=max_delivery_count,
                 lock_duration=lock_duration,
             )

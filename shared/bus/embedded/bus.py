@@ -5,10 +5,11 @@ Layout of the folder::
     bus.sqlite     topics, subscriptions (with their filters) and undelivered copies
     doorbells/     one FIFO per subscription, to wake blocked receivers (see doorbell.py)
 
-Publishing copies the message to every subscription whose correlation filter matches (all
-of the filter's pairs equal the message's properties), in one transaction, then rings each
-of those subscriptions' doorbells. Subscriptions persist in the folder, as Service Bus
-subscriptions persist in the namespace, until auto-delete-on-idle removes them.
+Publishing copies the message to every subscription that one of its correlation filters
+matches (all of that filter's pairs equal the message's properties), once, in one
+transaction, then rings each of those subscriptions' doorbells. Subscriptions persist in
+the folder, as Service Bus subscriptions persist in the namespace, until auto-delete-on-idle
+removes them.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ CREATE TABLE IF NOT EXISTS topics (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS subscriptions (
     topic TEXT NOT NULL,
     name TEXT NOT NULL,
-    filter TEXT NOT NULL,
+    filter TEXT NOT NULL, -- JSON: a list of correlation filters (before: one object)
     idle_seconds REAL,
     last_active REAL NOT NULL,
     PRIMARY KEY (topic, name)
@@ -101,7 +102,7 @@ class EmbeddedTriggerBus:
                 for name, filter_json in conn.execute(
                     "SELECT name, filter FROM subscriptions WHERE topic = ?", (self._topic,)
                 ).fetchall()
-                if _matches(json.loads(filter_json), props)
+                if _stored_spec(name, filter_json).matches(props)
             ]
             message_id, props_json = uuid.uuid4().hex, json.dumps(props)
             conn.executemany(
@@ -115,7 +116,7 @@ class EmbeddedTriggerBus:
             ring(self._doorbell(name))
 
     def subscribe(self, spec: SubscriptionSpec) -> EmbeddedSubscription:
-        """Create the subscription, or open it and set its filter and idle limit to ``spec``."""
+        """Create the subscription, or open it and set its filters and idle limit to ``spec``."""
         if not _SUBSCRIPTION.match(spec.name):
             raise ValueError(f"invalid subscription name {spec.name!r}")
         with self._db.transaction() as conn:
@@ -127,7 +128,7 @@ class EmbeddedTriggerBus:
                 (
                     self._topic,
                     spec.name,
-                    json.dumps(dict(spec.filter)),
+                    json.dumps([dict(rule) for rule in spec.rules]),
                     spec.auto_delete_idle_seconds,
                     now(),
                 ),
@@ -162,5 +163,8 @@ class EmbeddedTriggerBus:
             )
 
 
-def _matches(correlation_filter: Mapping[str, str], properties: Mapping[str, str]) -> bool:
-    return all(properties.get(key) == value for key, value in correlation_filter.items())
+def _stored_spec(name: str, filter_json: str) -> SubscriptionSpec:
+    """A subscription's filters as stored: a list, or one object (folders from before)."""
+    stored = json.loads(filter_json)
+    rules = [stored] if isinstance(stored, dict) else stored
+    return SubscriptionSpec(name, filters=tuple(rules))

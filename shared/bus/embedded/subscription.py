@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -32,6 +33,11 @@ class EmbeddedSubscription:
         self._poll_interval = self._doorbell.poll_interval
         if spec.auto_delete_idle_seconds is not None:
             self._poll_interval = min(self._poll_interval, spec.auto_delete_idle_seconds / 3)
+        # Receives in progress and whether this end is closed: close() wakes them through
+        # the doorbell and releases it only once the last one has left.
+        self._changed = threading.Condition()
+        self._receiving = 0
+        self._closed = False
 
     @property
     def name(self) -> str:
@@ -40,25 +46,45 @@ class EmbeddedSubscription:
     def receive(self, timeout: float, max_messages: int = 32) -> list[BusMessage]:
         """Up to ``max_messages``, waiting up to ``timeout`` seconds for the first one.
 
+        Returns ``[]`` at the timeout or once :meth:`close` is called meanwhile.
         ``ResourceNotFoundError`` if the subscription no longer exists (auto-deleted after
-        its receivers were gone longer than its idle limit), as Service Bus would say.
+        its receivers were gone longer than its idle limit), as Service Bus would say;
+        ``RuntimeError`` if this end was closed before.
         """
         if max_messages < 1:
             raise ValueError(f"max_messages must be at least 1, not {max_messages}")
-        meter.record("bus", "receive")
-        deadline = time.monotonic() + max(timeout, 0.0)
-        while True:
-            messages = self._take(max_messages)
-            if messages:
-                return messages
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return []
-            self._doorbell.wait(min(remaining, self._poll_interval))
+        with self._changed:
+            if self._closed:
+                raise RuntimeError(f"subscription {self._name!r}: this receiving end is closed")
+            self._receiving += 1
+        try:
+            meter.record("bus", "receive")
+            deadline = time.monotonic() + max(timeout, 0.0)
+            while not self._closed:
+                messages = self._take(max_messages)
+                if messages:
+                    return messages
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return []
+                self._doorbell.wait(min(remaining, self._poll_interval))
+            return []
+        finally:
+            with self._changed:
+                self._receiving -= 1
+                self._changed.notify_all()
 
     def close(self) -> None:
-        """Stop receiving here; the subscription itself stays (as in Service Bus)."""
-        self._doorbell.close()
+        """Stop receiving here, waking a receive blocked in another thread; the subscription
+        itself stays (as in Service Bus). Closing again does nothing."""
+        with self._changed:
+            if self._closed:
+                return
+            self._closed = True
+            self._doorbell.wake()
+            # A woken receive leaves within one database look; then nobody uses the bell.
+            self._changed.wait_for(lambda: self._receiving == 0)
+            self._doorbell.close()
 
     def _take(self, max_messages: int) -> list[BusMessage]:
         with self._db.transaction() as conn:

@@ -7,7 +7,7 @@ short.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from azure.core.credentials import TokenCredential
@@ -41,28 +41,38 @@ class ServiceBusTriggerBus:
         self._topic = topic
         admin: ServiceBusAdministrationClient | None = None
         if connection_string:
-            self._client = ServiceBusClient.from_connection_string(
-                connection_string,
-                retry_total=retry_total,
-                retry_backoff_factor=retry_backoff_factor,
-            )
+            conn_str = connection_string
+
+            def new_client() -> ServiceBusClient:
+                return ServiceBusClient.from_connection_string(
+                    conn_str, retry_total=retry_total, retry_backoff_factor=retry_backoff_factor
+                )
+
             if manage_entities:
                 admin = ServiceBusAdministrationClient.from_connection_string(connection_string)
         elif fully_qualified_namespace:
+            namespace = fully_qualified_namespace
             if credential is None:
                 from azure.identity import DefaultAzureCredential
 
                 credential = DefaultAzureCredential()
-            self._client = ServiceBusClient(
-                fully_qualified_namespace,
-                credential,
-                retry_total=retry_total,
-                retry_backoff_factor=retry_backoff_factor,
-            )
+            token_credential = credential  # one credential (and token cache) for every client
+
+            def new_client() -> ServiceBusClient:
+                return ServiceBusClient(
+                    namespace,
+                    token_credential,
+                    retry_total=retry_total,
+                    retry_backoff_factor=retry_backoff_factor,
+                )
+
             if manage_entities:
                 admin = ServiceBusAdministrationClient(fully_qualified_namespace, credential)
         else:
             raise ValueError("give a connection string or a fully qualified namespace")
+        # This client publishes; each subscription opens its own (see subscription.py).
+        self._new_client: Callable[[], ServiceBusClient] = new_client
+        self._client = new_client()
         self._entities = EntityManager(admin, topic) if admin is not None else None
         self._sender: ServiceBusSender | None = None
         self._send_lock = threading.Lock()
@@ -104,7 +114,7 @@ class ServiceBusTriggerBus:
     def subscribe(self, spec: SubscriptionSpec) -> ServiceBusSubscription:
         if self._entities is not None:
             self._entities.ensure_subscription(spec)
-        subscription = ServiceBusSubscription(self._client, self._topic, spec.name)
+        subscription = ServiceBusSubscription(self._new_client, self._topic, spec.name)
         self._subscriptions.append(subscription)
         return subscription
 

@@ -7,15 +7,19 @@ or a connection string with the Manage claim); the AMQP data plane that sends an
 cannot create anything. Deployments normally declare the entities instead (Bicep, the
 emulator's ``Config.json``) and leave this off.
 
-A subscription gets exactly one rule: ``$Default`` (take everything) for an empty filter,
-else a correlation filter on the spec's application properties. An existing subscription
-whose rule differs has its rules replaced, so ``subscribe(spec)`` means "as ``spec`` says",
-as it does on the embedded bus.
+A subscription gets one correlation-filter rule per filter of the spec
+(:attr:`~shared.bus.ports.SubscriptionSpec.rules`): Service Bus delivers a message when any
+rule matches, once even if several do. A lone empty filter becomes ``$Default`` (take
+everything). An existing subscription whose rules differ has them replaced, so
+``subscribe(spec)`` means "as ``spec`` says", as it does on the embedded bus; in between a
+message may miss it, which a trigger (a hint) can afford.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+from collections.abc import Mapping
 from datetime import timedelta
 
 from azure.core.exceptions import ResourceExistsError
@@ -31,6 +35,8 @@ from shared.bus.ports import SubscriptionSpec
 #: Service Bus refuses an auto-delete-on-idle shorter than five minutes.
 MIN_AUTO_DELETE_ON_IDLE = timedelta(minutes=5)
 DEFAULT_RULE = "$Default"
+#: ``filter`` for the first rule (the name of the single rule before there were several),
+#: then ``filter-1``, ``filter-2``...
 FILTER_RULE = "filter"
 
 
@@ -57,22 +63,29 @@ class EntityManager:
             return
         for rule in rules:
             self._admin.delete_rule(self._topic, spec.name, rule.name)
-        if spec.filter:
-            wanted = CorrelationRuleFilter(properties=dict(spec.filter))
-            self._admin.create_rule(self._topic, spec.name, FILTER_RULE, filter=wanted)
-        else:
+        if spec.rules == ({},):
             self._admin.create_rule(self._topic, spec.name, DEFAULT_RULE, filter=TrueRuleFilter())
+            return
+        for index, properties in enumerate(spec.rules):
+            wanted = CorrelationRuleFilter(properties=dict(properties))
+            name = FILTER_RULE if index == 0 else f"{FILTER_RULE}-{index}"
+            self._admin.create_rule(self._topic, spec.name, name, filter=wanted)
 
     def close(self) -> None:
         self._admin.close()
 
 
 def _rules_match(rules: list[RuleProperties], spec: SubscriptionSpec) -> bool:
-    if len(rules) != 1:
-        return False
-    (rule,) = rules
-    if not spec.filter:
-        return isinstance(rule.filter, TrueRuleFilter)
-    return isinstance(rule.filter, CorrelationRuleFilter) and dict(
-        rule.filter.properties or {}
-    ) == dict(spec.filter)
+    """Whether the subscription's rules select what ``spec`` asks, whatever their names."""
+    if spec.rules == ({},):
+        return len(rules) == 1 and isinstance(rules[0].filter, TrueRuleFilter)
+    existing: list[str] = []
+    for rule in rules:
+        if not isinstance(rule.filter, CorrelationRuleFilter):
+            return False
+        existing.append(_canonical(rule.filter.properties or {}))
+    return sorted(existing) == sorted(_canonical(properties) for properties in spec.rules)
+
+
+def _canonical(properties: Mapping[str, object]) -> str:
+    return json.dumps(dict(properties), sort_keys=True, default=str)

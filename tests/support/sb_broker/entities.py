@@ -2,8 +2,10 @@
 
 Service Bus semantics kept here (and tested through the real SDK):
 
-* a topic copies each message to every subscription whose correlation filter matches its
-  application properties (all pairs equal, string values; an empty filter takes all);
+* a topic copies each message to every subscription whose correlation filters match its
+  application properties (all pairs of one filter equal, string values; an empty filter
+  takes all); a subscription with several filters (several rules) takes a message once
+  if any of them matches;
 * a receiver *acquires* a message: it is locked for ``lock_duration`` seconds under a
   fresh lock token and invisible to other receivers;
 * complete deletes it; abandon and lock expiry count a failed delivery and make it
@@ -21,7 +23,7 @@ import heapq
 import itertools
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,11 +152,15 @@ class MessageQueue:
 @dataclass
 class Subscription:
     name: str
-    filter: Mapping[str, str]
+    #: its rules' correlation filters, any of which selects a message
+    filters: list[dict[str, str]]
     queue: MessageQueue
 
     def accepts(self, properties: Mapping[str, Any]) -> bool:
-        return all(properties.get(key) == value for key, value in self.filter.items())
+        return any(
+            all(properties.get(key) == value for key, value in rule.items())
+            for rule in self.filters
+        )
 
 
 class Topic:
@@ -203,15 +209,20 @@ class Namespace:
         name: str,
         filter: Mapping[str, str] | None = None,
         *,
+        filters: Sequence[Mapping[str, str]] = (),
         max_delivery_count: int = DEFAULT_MAX_DELIVERY_COUNT,
         lock_duration: float = DEFAULT_LOCK_DURATION,
     ) -> Subscription:
+        """``filter``: one rule; ``filters``: several, any of which selects a message."""
         owner = self.topic(topic)
         if owner is None:
             raise KeyError(f"no topic {topic!r}: add_topic() it first")
+        if filter and filters:
+            raise ValueError(f"subscription {name!r}: give filter or filters, not both")
+        rules = [dict(rule) for rule in filters] or [dict(filter or {})]
         if existing := owner.subscriptions.get(name.lower()):
-            if dict(existing.filter) != dict(filter or {}):
-                raise ValueError(f"subscription {name!r} exists with filter {existing.filter}")
+            if existing.filters != rules:
+                raise ValueError(f"subscription {name!r} exists with filters {existing.filters}")
             return existing
         path = EntityPath(owner.name, name)
         dead_letter = MessageQueue(
@@ -226,7 +237,7 @@ class Namespace:
             max_delivery_count=max_delivery_count,
             dead_letter=dead_letter,
         )
-        subscription = Subscription(name, dict(filter or {}), queue)
+        subscription = Subscription(name, rules, queue)
         owner.subscriptions[name.lower()] = subscription
         return subscription
 
