@@ -1,20 +1,32 @@
-"""The push trigger, processor side: one subscription per served priority, a thread each.
+"""The push trigger, processor side: one subscription per instance, long receives.
 
-The initiator publishes a :class:`~shared.messages.TriggerEvent` per accepted batch, and the
-release gate a :class:`~shared.messages.GateEvent`, on the trigger topic with the
-application property ``Priority`` (seed 003). A processor turns them into
-``listener.on_work_detected()`` and ``gate.on_event(...)``.
+The initiator publishes a :class:`~shared.messages.TriggerEvent` per accepted batch, with
+the application property ``Priority`` (seed 003), and the release gate a
+:class:`~shared.messages.GateEvent` with ``Kind=gate`` (seed 002). A processor turns them
+into ``listener.on_work_detected()`` and ``gate.on_event(...)``.
 
 **Fan-out.** A topic subscription is a queue of its own: every message goes to *one* of the
-receivers of a subscription. For every idle processor to wake, each instance needs its own
-subscription per priority — ``proc-<priority>-<instance digest>``, filter
-``{Priority: p}``, with auto-delete-on-idle so that the subscriptions of instances that
-died without cleaning up disappear by themselves (:func:`subscription_spec`).
+receivers of a subscription. For every idle processor to wake, each instance needs a
+subscription of its own: ``proc-<instance digest>``, with one correlation rule per served
+priority (``Priority=p``) and one for the gate (``Kind=gate``) — Service Bus delivers a
+message when any rule matches, once — and auto-delete-on-idle so that the subscriptions of
+instances that died without cleaning up disappear by themselves
+(:func:`subscription_specs`). One subscription, not one per priority: one receiving thread
+and a third of the receive calls.
 
 Creating subscriptions needs management rights. On Service Bus without
 ``BILLING_SERVICEBUS_MANAGE_ENTITIES`` the adapter cannot create them, so every instance
-shares the Bicep-declared ``processors-<priority>``: then one instance wakes per trigger and
-the others find the work through their own dequeue threads' back-off or their safety poll.
+shares the Bicep-declared ``processors-<priority>``, one per served priority: a shared
+subscription must hold only priorities that *every* instance reading it serves, or an
+instance serving low only could take (and waste) a high trigger. Then one instance wakes per
+trigger and the others find the work through their own dequeue threads' back-off or their
+safety poll.
+
+**Cost of waiting.** Service Bus bills each receive call, however long it waited, so a
+receive blocks for :data:`RECEIVE_SECONDS` (a minute): an idle instance makes 60 calls an
+hour, not 3,600 per subscription. :meth:`TriggerSubscriber.stop` does not wait that long:
+it closes the open subscriptions, which ends their blocked receives at once on every
+backend (the port's contract).
 
 **Never die.** A receive that fails (broker restart, network, an auto-deleted subscription)
 is logged, the subscription is reopened after a randomized back-off, and ``on_reconnect``
@@ -34,16 +46,19 @@ from azure.core.exceptions import ResourceNotFoundError
 from pydantic import Field, TypeAdapter, ValidationError
 
 from shared.bus.ports import BusMessage, Subscription, SubscriptionSpec, TriggerBus
+from shared.gate import GATE_PROPERTIES
 from shared.listener.backoff import Backoff
 from shared.messages import PRIORITY_PROPERTY, GateEvent, TriggerEvent
 from shared.settings import Priority, Settings
 
 log = logging.getLogger(__name__)
 
-#: Service Bus's smallest auto-delete-on-idle is 5 minutes; a live receiver keeps it alive.
+#: Service Bus's smallest auto-delete-on-idle is 5 minutes; a live receiver keeps it alive
+#: (a receive call at least every :data:`RECEIVE_SECONDS` counts as activity).
 INSTANCE_SUBSCRIPTION_IDLE_SECONDS = 300
-#: How long one receive blocks: also the longest a stop waits for a subscriber thread.
-RECEIVE_SECONDS = 1.0
+#: How long one receive blocks. Billed per call on Service Bus, so long; a stop closes the
+#: subscription instead of waiting for it. Well under the idle limit above.
+RECEIVE_SECONDS = 60.0
 #: One message per receive: any trigger means "look at the queues", so one is enough, and
 #: the Service Bus SDK returns a one-message receive at once, whereas asking for a batch it
 #: keeps waiting to fill it (measured on the test broker: ~0.66 s against ~3 ms).
@@ -59,24 +74,36 @@ def fans_out(settings: Settings) -> bool:
     return not settings.uses_servicebus or settings.servicebus_manage_entities
 
 
-def subscription_spec(
-    instance_id: str, priority: Priority, *, per_instance: bool
-) -> SubscriptionSpec:
-    """The subscription through which ``instance_id`` hears about ``priority``'s work."""
-    by_priority = {PRIORITY_PROPERTY: priority}
+def subscription_specs(
+    instance_id: str, priorities: Sequence[Priority], *, per_instance: bool
+) -> list[SubscriptionSpec]:
+    """The subscriptions through which ``instance_id`` hears about its priorities' work.
+
+    Per instance: one, with a rule per priority and one for the gate. Shared: the
+    deployment's ``processors-<priority>``, one per priority (see the module docstring).
+    """
     if not per_instance:
-        return SubscriptionSpec(name=f"processors-{priority}", filter=by_priority)
+        return [
+            SubscriptionSpec(
+                name=f"processors-{p}", filters=({PRIORITY_PROPERTY: p}, dict(GATE_PROPERTIES))
+            )
+            for p in priorities
+        ]
     # Entity names are at most 50 characters; a digest keeps any instance id short.
     digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
-    return SubscriptionSpec(
-        name=f"proc-{priority}-{digest}",
-        filter=by_priority,
-        auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
-    )
+    rules = tuple({PRIORITY_PROPERTY: p} for p in priorities)
+    return [
+        SubscriptionSpec(
+            name=f"proc-{digest}",
+            filters=(*rules, dict(GATE_PROPERTIES)),
+            auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
+        )
+    ]
 
 
 class TriggerSubscriber:
-    """Receives trigger and gate events on ``specs``, one thread per subscription."""
+    """Receives trigger and gate events on ``specs``, one thread per subscription (a single
+    one for a processor with its own subscription)."""
 
     def __init__(
         self,
@@ -98,7 +125,8 @@ class TriggerSubscriber:
         self._receive_seconds = receive_seconds
         self._backoff = backoff
         self._stopping = threading.Event()
-        self._open: set[str] = set()
+        # the subscriptions open now, by name: stop() closes them to end their receives
+        self._open: dict[str, Subscription] = {}
         self._changed = threading.Condition()
         self._threads = [
             threading.Thread(
@@ -121,8 +149,17 @@ class TriggerSubscriber:
             return self._changed.wait_for(lambda: len(self._open) == len(self._specs), timeout)
 
     def stop(self, timeout: float | None = None) -> bool:
-        """Stop receiving; True if every thread ended within ``timeout``."""
-        self._stopping.set()
+        """Stop receiving; True if every thread ended within ``timeout``.
+
+        Closing the open subscriptions ends their blocked receives at once, so this takes
+        milliseconds, not the :data:`RECEIVE_SECONDS` a receive may block.
+        """
+        with self._changed:
+            self._stopping.set()
+            opened = list(self._open.values())
+        for subscription in opened:
+            with contextlib.suppress(Exception):  # the thread closes it again anyway
+                subscription.close()
         for thread in self._threads:
             if thread.is_alive():
                 thread.join(timeout)
@@ -142,7 +179,7 @@ class TriggerSubscriber:
                 try:
                     received = self._receive_until_error(subscription)
                 finally:
-                    self._mark(spec.name, is_open=False)
+                    self._forget(spec.name)
                     with contextlib.suppress(Exception):
                         subscription.close()
                 failures = 1 if received else failures + 1
@@ -155,8 +192,14 @@ class TriggerSubscriber:
         except Exception:
             log.warning("cannot open trigger subscription %s; will retry", spec.name, exc_info=True)
             return None
-        self._mark(spec.name, is_open=True)
-        return subscription
+        with self._changed:
+            if not self._stopping.is_set():  # else stop() has closed the others already
+                self._open[spec.name] = subscription
+                self._changed.notify_all()
+                return subscription
+        with contextlib.suppress(Exception):
+            subscription.close()
+        return None
 
     def _receive_until_error(self, subscription: Subscription) -> bool:
         """Receive and dispatch until stopped or a receive fails; True if any receive worked."""
@@ -168,7 +211,8 @@ class TriggerSubscriber:
                 log.warning("trigger subscription %s is gone; recreating it", subscription.name)
                 return received
             except Exception:
-                log.warning("receiving on %s failed", subscription.name, exc_info=True)
+                if not self._stopping.is_set():  # else: closed by stop(), as it should be
+                    log.warning("receiving on %s failed", subscription.name, exc_info=True)
                 return received
             received = True
             for message in messages:
@@ -186,12 +230,9 @@ class TriggerSubscriber:
         else:
             self._safely(lambda: self._on_work(event), "trigger handler")
 
-    def _mark(self, name: str, *, is_open: bool) -> None:
+    def _forget(self, name: str) -> None:
         with self._changed:
-            if is_open:
-                self._open.add(name)
-            else:
-                self._open.discard(name)
+            self._open.pop(name, None)
             self._changed.notify_all()
 
     @staticmethod

@@ -1,7 +1,7 @@
 """One processor instance: the listener engine wired to the rating step, the trigger and the gate.
 
     worker = ProcessorWorker(settings, storage, bus)
-    worker.start()      # heartbeat, trigger subscriptions, then the gate: held or running
+    worker.start()      # heartbeat, trigger subscription, then the gate: held or running
     ...
     worker.stop(5)      # graceful: stop receiving, finish in-flight, last heartbeat
 
@@ -37,7 +37,12 @@ from pydantic import BaseModel, ConfigDict
 from processor.chunk_failures import ChunkFailureReporter
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
-from processor.trigger_subscriber import TriggerSubscriber, fans_out, subscription_spec
+from processor.trigger_subscriber import (
+    RECEIVE_SECONDS,
+    TriggerSubscriber,
+    fans_out,
+    subscription_specs,
+)
 from shared.batch_records import BatchRecords
 from shared.bus.ports import TriggerBus
 from shared.listener import (
@@ -56,7 +61,7 @@ from shared.storage.ports import StorageAccount
 
 log = logging.getLogger(__name__)
 
-#: How long :meth:`ProcessorWorker.start` waits for its trigger subscriptions to open.
+#: How long :meth:`ProcessorWorker.start` waits for its trigger subscription(s) to open.
 SUBSCRIBE_WAIT_SECONDS = 10.0
 
 
@@ -86,6 +91,7 @@ class ProcessorWorker:
         instance_id: str | None = None,
         gate_poll_seconds: float | None = None,
         per_instance_subscriptions: bool | None = None,
+        trigger_receive_seconds: float = RECEIVE_SECONDS,
         heartbeat_busy_seconds: float = 10.0,
         heartbeat_idle_seconds: float = 60.0,
         **listener_overrides: Any,
@@ -94,10 +100,12 @@ class ProcessorWorker:
         ``safety_poll_seconds=1``) on top of the settings. The gate is re-read every
         ``gate_poll_seconds`` (default: the safety poll interval).
 
-        ``per_instance_subscriptions``: one trigger subscription per instance and priority
-        (every instance wakes) or the shared ``processors-<priority>`` ones (one instance
-        wakes). Default: per instance whenever the bus can create them; pass True when they
-        are declared up front for fixed instance ids."""
+        ``per_instance_subscriptions``: one trigger subscription per instance, with a rule
+        per served priority (every instance wakes), or the shared ``processors-<priority>``
+        ones (one instance wakes). Default: per instance whenever the bus can create them;
+        pass True when they are declared up front for fixed instance ids.
+        ``trigger_receive_seconds``: how long one trigger receive blocks (billed per call on
+        Service Bus; a stop does not wait for it)."""
         self.settings = settings
         self.instance_id = instance_id or new_instance_id()
         self.priorities: list[Priority] = list(
@@ -134,13 +142,13 @@ class ProcessorWorker:
         )
         self.subscriber = TriggerSubscriber(
             bus,
-            [
-                subscription_spec(self.instance_id, p, per_instance=self.per_instance_subscriptions)
-                for p in self.priorities
-            ],
+            subscription_specs(
+                self.instance_id, self.priorities, per_instance=self.per_instance_subscriptions
+            ),
             on_work=self._on_trigger,
             on_gate=self.gate.on_event,
             on_reconnect=self._on_reconnect,
+            receive_seconds=trigger_receive_seconds,
             name=f"trigger-{self.instance_id}",
         )
         self.heartbeat = Heartbeat(
@@ -165,10 +173,10 @@ class ProcessorWorker:
             )
         self.gate.start()
         log.info(
-            "processor %s started on %s priority work (%s trigger subscriptions)",
+            "processor %s started on %s priority work (trigger: %s)",
             self.instance_id,
             ",".join(self.priorities),
-            "per-instance" if self.per_instance_subscriptions else "shared",
+            "its own subscription" if self.per_instance_subscriptions else "shared subscriptions",
         )
 
     def stop(self, timeout: float | None = None) -> bool:

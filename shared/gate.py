@@ -6,8 +6,10 @@ leaves combining them to the reader; we combine them:
 * a **blob flag** (``gate/state.json`` in the control container) is the durable truth: a
   worker reads it when it starts and again on every slow poll, so a worker started after
   the release proceeds at once, and a lost broadcast costs at most one poll interval;
-* a **broadcast** on the trigger topic (:class:`~shared.messages.GateEvent`) makes a
-  release instant for workers already waiting.
+* a **broadcast** on the trigger topic (:class:`~shared.messages.GateEvent`, with the
+  application properties :data:`GATE_PROPERTIES`) makes a release instant for workers
+  already waiting: every processor subscription has a rule that selects it, whatever
+  priorities the processor serves.
 
 The operator writes the blob *before* broadcasting, so a worker woken by the broadcast
 and re-reading the blob never sees the old state. No blob means released: a deployment
@@ -24,11 +26,12 @@ from datetime import UTC, datetime
 from azure.core.exceptions import ResourceNotFoundError
 
 from shared.bus.ports import TriggerBus
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, GateEvent
-from shared.settings import PRIORITIES
+from shared.messages import KIND_PROPERTY, GateEvent
 from shared.storage.ports import BlobContainer
 
 GATE_BLOB = "gate/state.json"
+#: What a gate broadcast carries, and what a processor subscription's gate rule matches.
+GATE_PROPERTIES: dict[str, str] = {KIND_PROPERTY: "gate"}
 
 log = logging.getLogger(__name__)
 
@@ -48,18 +51,13 @@ def read_gate(control: BlobContainer) -> bool:
 
 
 def set_gate(control: BlobContainer, bus: TriggerBus | None, *, released: bool) -> None:
-    """Open or close the gate: write the durable flag, then broadcast the change.
-
-    The broadcast goes once per priority because processor subscriptions filter on
-    ``Priority`` (seed 003); a processor serving several priorities sees it more than
-    once, which is harmless.
-    """
+    """Open or close the gate: write the durable flag, then broadcast the change, once:
+    each processor subscription has a rule for the gate besides its priority rules."""
     state = {"released": released, "at": datetime.now(UTC).isoformat()}
     control.put(GATE_BLOB, json.dumps(state).encode())
     if bus is not None:
         body = GateEvent(released=released).to_text().encode()
-        for priority in PRIORITIES:
-            bus.publish(body, {PRIORITY_PROPERTY: priority, KIND_PROPERTY: "gate"})
+        bus.publish(body, dict(GATE_PROPERTIES))
     log.info("gate %s", "released" if released else "held")
 
 

@@ -2,8 +2,9 @@
 
 The broker cannot create subscriptions at runtime (the SDK's administration client speaks
 HTTPS), so each test declares what a deployment would: per-instance subscriptions for fixed
-instance ids (every instance wakes), or the shared Bicep ones ``processors-<priority>``
-(one instance wakes per trigger: the trade-off of running without Manage rights).
+instance ids (one each, a rule per priority and one for the gate: every instance wakes), or
+the shared Bicep ones ``processors-<priority>`` (one instance wakes per trigger: the
+trade-off of running without Manage rights).
 Latencies are printed; the 100 ms bound of the issue applies to the embedded backend.
 """
 
@@ -15,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from processor.trigger_subscriber import subscription_spec
+from processor.trigger_subscriber import subscription_specs
 from processor.worker import ProcessorWorker
+from shared import meter
 from shared.gate import set_gate
 from shared.settings import PRIORITIES
 from tests.processor.conftest import WorkerStarter
@@ -47,9 +49,8 @@ def sb_deployment(tmp_path: Path, servicebus_broker: ServiceBusBroker) -> Iterat
 def declare(broker: ServiceBusBroker, topic: str, instance_ids: list[str]) -> None:
     """What Bicep or the emulator's Config.json would declare for these instances."""
     for instance_id in instance_ids:
-        for priority in PRIORITIES:
-            spec = subscription_spec(instance_id, priority, per_instance=True)
-            broker.add_subscription(topic, spec.name, spec.filter)
+        for spec in subscription_specs(instance_id, PRIORITIES, per_instance=True):
+            broker.add_subscription(topic, spec.name, filters=spec.rules)
 
 
 def warm_up(deployment: Deployment) -> None:
@@ -107,8 +108,9 @@ def test_shared_subscriptions_wake_one_processor_per_trigger(
     sb_deployment: Deployment, servicebus_broker: ServiceBusBroker, start_worker: WorkerStarter
 ) -> None:
     topic = sb_deployment.settings.trigger_topic
-    for priority in PRIORITIES:  # as infra/modules/servicebus.bicep declares them
-        servicebus_broker.add_subscription(topic, f"processors-{priority}", {"Priority": priority})
+    # as infra/modules/servicebus.bicep declares them
+    for spec in subscription_specs("any", PRIORITIES, per_instance=False):
+        servicebus_broker.add_subscription(topic, spec.name, filters=spec.rules)
     version = sb_deployment.upload_pricebook(TIE_BOOK)
     workers = idle_workers(start_worker, sb_deployment, ["shared-a", "shared-b"])
     assert not any(w.per_instance_subscriptions for w in workers)  # no Manage rights
@@ -135,7 +137,7 @@ def test_a_release_over_service_bus_wakes_every_held_processor(
     assert not any(w.snapshot().released for w in held)
     assert all(w.snapshot().listener.total_threads == 0 for w in held)
     topic = sb_deployment.settings.trigger_topic
-    names = [subscription_spec(i, p, per_instance=True).name for i in ids for p in PRIORITIES]
+    names = [s.name for i in ids for s in subscription_specs(i, PRIORITIES, per_instance=True)]
     assert wait_until(lambda: all(servicebus_broker.waiting_receivers(topic, n) for n in names))
 
     warm_up(sb_deployment)
@@ -178,3 +180,22 @@ def test_a_processor_recovers_when_the_broker_restarts_under_it(
 
     assert len(latencies) == 1, "the processor must still wake on the next trigger"
     assert wait_until(lambda: sb_deployment.work_depth() == 0)
+
+
+def test_an_idle_processor_holds_one_long_receive_and_still_stops_at_once(
+    sb_deployment: Deployment, servicebus_broker: ServiceBusBroker, start_worker: WorkerStarter
+) -> None:
+    declare(servicebus_broker, sb_deployment.settings.trigger_topic, ["quiet"])
+    (worker,) = idle_workers(
+        start_worker, sb_deployment, ["quiet"], per_instance_subscriptions=True
+    )
+    before = meter.snapshot()
+    time.sleep(2.0)
+    receives = meter.diff(meter.snapshot(), before).get("bus.receive", 0)
+
+    stopping = time.perf_counter()
+    stopped = worker.stop(timeout=5)
+    took = time.perf_counter() - stopping
+    print(f"idle for 2 s: {receives} receive calls; the stop took {took * 1000:.1f} ms")
+    assert receives <= 1  # one call blocks for a minute (it may have begun before the window)
+    assert stopped  # without waiting out that minute

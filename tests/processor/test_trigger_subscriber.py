@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from processor.trigger_subscriber import TriggerSubscriber, subscription_spec
+from processor.trigger_subscriber import RECEIVE_SECONDS, TriggerSubscriber, subscription_specs
 from shared.bus.ports import BusMessage, SubscriptionSpec
 from shared.listener import Backoff
 from shared.messages import GateEvent, TriggerEvent
@@ -102,7 +102,7 @@ def test_the_subscriber_survives_failures_and_still_delivers_events() -> None:
 
     subscriber = TriggerSubscriber(
         bus,
-        [subscription_spec("instance-1", "normal", per_instance=True)],
+        subscription_specs("instance-1", ["normal"], per_instance=True),
         on_work=on_work,
         on_gate=lambda event: gates.append(event.released),
         on_reconnect=lambda: reconnects.append(1),
@@ -123,17 +123,67 @@ def test_the_subscriber_survives_failures_and_still_delivers_events() -> None:
     assert len(reconnects) == 3  # after the refused subscribe and after each failed receive
 
 
-def test_subscription_names_per_instance_and_shared() -> None:
-    mine = subscription_spec("host-1-abc", "high", per_instance=True)
-    theirs = subscription_spec("host-2-def", "high", per_instance=True)
+def test_an_instance_has_one_subscription_with_a_rule_per_priority_and_one_for_the_gate() -> None:
+    (mine,) = subscription_specs("host-1-abc", ["high", "low"], per_instance=True)
+    (theirs,) = subscription_specs("host-2-def", ["high", "low"], per_instance=True)
     assert mine.name != theirs.name
-    assert mine.name.startswith("proc-high-")
+    assert mine.name.startswith("proc-")
     assert len(mine.name) <= 50
-    assert mine.filter == {"Priority": "high"}
+    assert mine.rules == ({"Priority": "high"}, {"Priority": "low"}, {"Kind": "gate"})
+    assert mine.matches({"Priority": "low", "Kind": "work"})
+    assert not mine.matches({"Priority": "normal", "Kind": "work"})
     assert mine.auto_delete_idle_seconds == 300
-    shared = subscription_spec("host-1-abc", "low", per_instance=False)
-    assert (shared.name, shared.filter, shared.auto_delete_idle_seconds) == (
-        "processors-low",
-        {"Priority": "low"},
-        None,
+
+
+def test_shared_subscriptions_stay_one_per_priority() -> None:
+    # An instance serving low only must never take a high trigger from a shared subscription.
+    shared = subscription_specs("host-1-abc", ["normal", "low"], per_instance=False)
+    assert [(s.name, s.rules, s.auto_delete_idle_seconds) for s in shared] == [
+        ("processors-normal", ({"Priority": "normal"}, {"Kind": "gate"}), None),
+        ("processors-low", ({"Priority": "low"}, {"Kind": "gate"}), None),
+    ]
+
+
+class ForeverSubscription(FlakySubscription):
+    """Blocks a receive for its whole timeout unless closed, like every real backend."""
+
+    def __init__(self, bus: FlakyBus, name: str) -> None:
+        super().__init__(bus, name)
+        self.closed = threading.Event()
+        self.timeouts: list[float] = []
+
+    def receive(self, timeout: float, max_messages: int = 32) -> list[BusMessage]:
+        if self.closed.is_set():
+            raise RuntimeError("closed")
+        self.timeouts.append(timeout)
+        self.closed.wait(timeout)
+        return []
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_a_stop_closes_the_subscription_instead_of_waiting_out_a_long_receive() -> None:
+    bus = FlakyBus([])
+    bus.subscribes = 1  # no refused first subscribe here
+    opened: list[ForeverSubscription] = []
+
+    def subscribe(spec: SubscriptionSpec) -> ForeverSubscription:
+        opened.append(ForeverSubscription(bus, spec.name))
+        return opened[-1]
+
+    bus.subscribe = subscribe  # type: ignore[method-assign]
+    subscriber = TriggerSubscriber(
+        bus,
+        subscription_specs("instance-1", ["high", "normal", "low"], per_instance=True),
+        on_work=lambda _event: None,
+        on_gate=lambda _event: None,
     )
+    subscriber.start()
+    assert subscriber.wait_ready(timeout=5)
+    assert wait_until(lambda: bool(opened and opened[0].timeouts), timeout=5)
+
+    assert subscriber.stop(timeout=5)
+    assert len(opened) == 1  # one subscription for three priorities
+    assert opened[0].timeouts == [RECEIVE_SECONDS]  # one long receive, ended by the close
+    assert opened[0].closed.is_set()
