@@ -1,7 +1,13 @@
-// The trigger topic (seed 000) with one subscription per priority filtered on the
-// application property Priority (seed 003). Processors that may manage entities
-// (BILLING_SERVICEBUS_MANAGE_ENTITIES=true, the Data Owner role below) add a subscription
-// per instance with auto-delete-on-idle, so that every idle instance wakes on a trigger.
+// The trigger topic (seed 000), filtered on application properties: Priority (seed 003) for
+// work, Kind=gate for the release gate's broadcast (seed 002).
+//
+// Processors that may manage entities (BILLING_SERVICEBUS_MANAGE_ENTITIES=true, the Data
+// Owner role below) create one subscription per instance, with a rule per priority they
+// serve and one for the gate (rules are ORed), auto-deleted when idle, so that every idle
+// instance wakes on a trigger. Without that right they share the subscriptions declared
+// here, one per priority: a shared subscription hands each message to one of its receivers,
+// so it must only hold priorities that every instance reading it serves (a low-only
+// processor must not take a high trigger). Each also has the gate rule.
 param name string
 param location string
 param tags object
@@ -29,11 +35,19 @@ resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@202
   }
 ]
 
-resource rules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
+resource priorityRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
   for (p, i) in [ 'high', 'normal', 'low' ]: {
     parent: subscriptions[i]
     name: 'priority'
     properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Priority: p } } }
+  }
+]
+
+resource gateRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
+  for (p, i) in [ 'high', 'normal', 'low' ]: {
+    parent: subscriptions[i]
+    name: 'gate'
+    properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Kind: 'gate' } } }
   }
 ]
 
