@@ -73,7 +73,17 @@ def encode_chunk(
     *,
     compresslevel: int = DEFAULT_COMPRESSLEVEL,
 ) -> bytes:
-    """The payload blob's bytes. ``mtime=0`` keeps equal chunks byte-for-byte equal."""
+    """The payload blob's bytes: :func:`chunk_json` then :func:`compress_chunk_json`."""
+    return compress_chunk_json(chunk_json(batch_id, chunk, rows), compresslevel=compresslevel)
+
+
+def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -> bytes:
+    """The payload's JSON document (UTF-8), before compression.
+
+    This half holds the GIL throughout (building the rows, ``json.dumps``), which is why
+    the initiator runs it on the parsing thread and hands only the other half, which zlib
+    runs without the GIL, to its upload threads.
+    """
     document = {
         "v": PAYLOAD_VERSION,
         "batch_id": batch_id,
@@ -92,8 +102,12 @@ def encode_chunk(
             for line, tx in rows
         ],
     }
-    text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-    return gzip.compress(text.encode(), compresslevel=compresslevel, mtime=0)
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def compress_chunk_json(document: bytes, *, compresslevel: int = DEFAULT_COMPRESSLEVEL) -> bytes:
+    """gzip a :func:`chunk_json` document. ``mtime=0`` keeps equal chunks byte-for-byte equal."""
+    return gzip.compress(document, compresslevel=compresslevel, mtime=0)
 
 
 def decode_chunk(data: bytes) -> ChunkPayload:

@@ -1,9 +1,13 @@
 """Step 1 of publishing: the chunk payload blobs (claim checks), written while parsing runs.
 
-The parser hands over chunks of validated transactions as it goes; each is encoded and
-uploaded by a small thread pool, so compression (zlib drops the GIL) and storage round
-trips overlap with parsing on the other core. At most ``max_in_flight`` chunks wait at a
-time, which bounds memory whatever the size of the batch.
+The parser hands over chunks of validated transactions as it goes. Each is turned into
+its JSON document right here, on the parsing thread, and a small thread pool compresses
+and uploads it, so compression (zlib drops the GIL) and storage round trips overlap with
+parsing on the other core. The JSON half stays on this thread because it holds the GIL
+throughout: run in the pool it only fought the parser for the GIL (measured on 200,000
+transactions, the whole intake takes ~8 % more time that way than with this split).
+At most ``max_in_flight`` chunks wait at a time, which bounds memory whatever the size of
+the batch (a waiting chunk is its JSON document, ~100 bytes a transaction).
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ from dataclasses import dataclass
 from shared.chunk_payload import (
     DEFAULT_COMPRESSLEVEL,
     NumberedTransaction,
-    encode_chunk,
+    chunk_json,
+    compress_chunk_json,
     payload_blob_name,
 )
 from shared.storage.ports import BlobContainer
@@ -67,7 +72,9 @@ class PayloadWriter:
             self._collect(wait(self._pending, return_when=FIRST_COMPLETED).done)
         index = self._next_index
         self._next_index += 1
-        self._pending.add(self._pool.submit(self._upload, index, list(rows)))
+        document = chunk_json(self._batch_id, index, rows)
+        lines = (rows[0][0], rows[-1][0], len(rows))
+        self._pending.add(self._pool.submit(self._upload, index, document, lines))
 
     def finish(self) -> list[StoredChunk]:
         """Wait for every upload; the first failure is raised. Chunks in index order."""
@@ -98,16 +105,18 @@ class PayloadWriter:
             self._pending.discard(future)
             self._stored.append(future.result())
 
-    def _upload(self, index: int, rows: list[NumberedTransaction]) -> StoredChunk:
-        data = encode_chunk(self._batch_id, index, rows, compresslevel=self._compresslevel)
+    def _upload(self, index: int, document: bytes, lines: tuple[int, int, int]) -> StoredChunk:
+        """Compress, store and describe one chunk; ``lines`` is (first, last, count)."""
+        data = compress_chunk_json(document, compresslevel=self._compresslevel)
         blob = payload_blob_name(self._batch_id, index)
         self._container.put(blob, data)
+        first_line, last_line, transactions = lines
         return StoredChunk(
             index=index,
             blob=blob,
-            first_line=rows[0][0],
-            last_line=rows[-1][0],
-            transactions=len(rows),
+            first_line=first_line,
+            last_line=last_line,
+            transactions=transactions,
             sha256=hashlib.sha256(data).hexdigest(),
             size=len(data),
         )

@@ -10,6 +10,8 @@ import pytest
 
 from shared.chunk_payload import (
     ChunkPayloadError,
+    chunk_json,
+    compress_chunk_json,
     decode_chunk,
     encode_chunk,
     payload_blob_name,
@@ -87,6 +89,13 @@ def test_encoding_is_deterministic_and_compressed() -> None:
     first, second = encode_chunk("b", 0, many), encode_chunk("b", 0, many)
     assert first == second
     assert len(first) < len(gzip.decompress(first)) / 4
+
+
+def test_the_blob_is_the_json_document_gzipped_in_two_steps() -> None:
+    document = chunk_json("batch-1", 7, ROWS)
+    assert json.loads(document)["rows"][0][:2] == [2, "tx-1"]
+    assert gzip.decompress(encode_chunk("batch-1", 7, ROWS)) == document
+    assert compress_chunk_json(document) == encode_chunk("batch-1", 7, ROWS)
 
 
 def test_blob_names_sort_in_chunk_order() -> None:
