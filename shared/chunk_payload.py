@@ -8,9 +8,9 @@ Why this encoding: one JSON document whose rows are arrays (not one object per l
 single ``json.dumps``/``json.loads`` call in C per chunk and no repeated field names, and
 gzip shrinks the repetitive ids and timestamps about four-fold. Level 1 was chosen by
 measurement (``python -m bench.intake`` prints the table): a 2,000-transaction chunk is
-about 190 KB of JSON, which level 1 cuts to 23 % for about 1 ms of compression, level 6 to
-18 % for about 3.5 ms and level 9 to 18 % for about 12 ms (the JSON encoding itself takes
-about 4 ms). The initiator is CPU-bound and payload blobs live only until their batch is
+about 175 KB of JSON, which level 1 cuts to 25 % for about 1 ms of compression, level 6 to
+20 % for about 3 ms and level 9 to 20 % for about 11 ms (building the JSON itself takes
+about 1.5-2 ms). The initiator is CPU-bound and payload blobs live only until their batch is
 processed, so the cheap level wins; zlib releases the GIL, so it overlaps with parsing.
 
 Each row keeps the transaction's physical line in the batch file, so a processor can name
