@@ -19,7 +19,7 @@ from sqlalchemy import BigInteger, Connection, Engine, func, literal, or_, selec
 
 from controller.reducer import INVOICE_SUMS
 from controller.warehouse.models import Charge, Invoice
-from shared.transactions import ID_CHECKSUM_MODULUS, ControlTotals, transaction_id_hash
+from shared.transactions import ID_CHECKSUM_MODULUS, ControlTotals, id_checksum_of
 
 #: Transaction ids fetched per round trip while the checksum streams over a batch.
 YIELD_PER = 10_000
@@ -83,9 +83,9 @@ def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconcil
 def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
     """Count and quantity in SQL; the id checksum streamed over the ids in Python.
 
-    The checksum is a sum of blake2b hashes (:func:`transaction_id_hash`), which no SQL
-    dialect computes; the ids are fetched ``YIELD_PER`` at a time (a server-side cursor on
-    PostgreSQL), so memory stays flat however large the batch.
+    The checksum is a sum of blake2b hashes (:func:`~shared.transactions.transaction_id_hash`),
+    which no SQL dialect computes; the ids are fetched ``YIELD_PER`` at a time (a server-side
+    cursor on PostgreSQL), so memory stays flat however large the batch.
     """
     transactions, quantity = connection.execute(
         select(func.count(), func.coalesce(func.sum(Charge.quantity), 0)).where(
@@ -98,7 +98,7 @@ def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
     )
     checksum = 0
     for partition in ids.scalars().partitions():
-        checksum = (checksum + sum(map(transaction_id_hash, partition))) % ID_CHECKSUM_MODULUS
+        checksum = (checksum + id_checksum_of(partition)) % ID_CHECKSUM_MODULUS
     return ControlTotals(transactions=transactions, quantity=int(quantity), id_checksum=checksum)
 
 
