@@ -1,4 +1,5 @@
-"""What an idle processor instance costs: storage requests per idle hour, four ways side by side.
+"""What an idle processor instance costs: storage requests and trigger-bus receive calls per idle
+hour, five ways side by side.
 
     python -m bench.idle [--quick] [--backend embedded|azurite] [--window SECONDS]
 
@@ -10,20 +11,29 @@ requests:
 ``naive``         the listener with a fixed 1 s poll and no back-off (``min = max = 1 s``)
 ``backoff``       the default back-off, no trigger: one thread stays, polling at the cap
 ``trigger``       back-off + push trigger: threads retire to zero, only the safety poll
-``processor``     a whole :class:`~processor.worker.ProcessorWorker` with the trigger: the
-                  above plus its heartbeat and release-gate poll (the real deployment)
+``per_priority_1s`` back-off + trigger as the processor subscribed before: a subscription
+                  per priority (3), each receiving for 1 s at a time
+``processor``     a whole :class:`~processor.worker.ProcessorWorker` with the trigger: one
+                  subscription for all its priorities, receiving for 60 s at a time, plus
+                  its heartbeat and release-gate poll (the real deployment)
+
+Storage requests are billed per request, and on Service Bus so is every receive call, however
+long it waited: the bus column counts receive calls (on the embedded bus, which counts its
+receives as Service Bus would bill them: one per call).
 
 The defaults' intervals are 30 s (back-off cap) and 60 s (safety poll, gate poll, idle
-heartbeat), too long to watch for an hour. So every interval except the naive 1 s poll is
-divided by a **time scale** (30 by default); the requests counted in the window, after a
-warm-up long enough for the back-off to reach its cap, are multiplied back by that scale.
-Since every idle request is paced by one of those intervals, the extrapolation is exact up
-to the requests' own latency (about 1 ms against intervals of 1 s and more). The formula
-for the real defaults is printed next to the measurement.
+heartbeat, trigger receive), too long to watch for an hour. So every interval except the
+two 1 s ones (the naive poll, the old receive) is divided by a **time scale** (30 by
+default); the requests counted in the window, after a warm-up long enough for the back-off to
+reach its cap, are multiplied back by that scale. Since every idle request is paced by one of
+those intervals, the extrapolation is exact up to the requests' own latency (about 1 ms
+against intervals of 1 s and more). The formula for the real defaults is printed next to the
+measurement.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
 import sys
 import time
@@ -35,20 +45,30 @@ from typing import Any, Literal
 
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
+from processor.trigger_subscriber import (
+    INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
+    RECEIVE_SECONDS,
+    TriggerSubscriber,
+)
 from shared import meter
 from shared.bus import open_bus
+from shared.bus.ports import SubscriptionSpec
 from shared.listener import ListenerConfig, QueueListener, work_sources
-from shared.settings import Settings
+from shared.messages import PRIORITY_PROPERTY
+from shared.settings import PRIORITIES, Settings
 from shared.storage import open_storage
 
-Variant = Literal["naive", "backoff", "trigger", "processor"]
-VARIANTS: tuple[Variant, ...] = ("naive", "backoff", "trigger", "processor")
+Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor"]
+VARIANTS: tuple[Variant, ...] = ("naive", "backoff", "trigger", "per_priority_1s", "processor")
 DESCRIPTIONS: dict[Variant, str] = {
     "naive": "fixed 1 s poll, no back-off",
     "backoff": "back-off, no trigger (1 thread at the cap)",
     "trigger": "back-off + trigger (0 threads + safety poll)",
-    "processor": "processor instance (trigger + heartbeat + gate)",
+    "per_priority_1s": "the same, trigger as before: 3 subscriptions, 1 s receives",
+    "processor": "processor instance (1 subscription, 60 s receives; heartbeat, gate)",
 }
+#: How long a receive blocked before: 1 s, "also the longest a stop waits".
+BEFORE_RECEIVE_SECONDS = 1.0
 HOUR = 3600.0
 
 
@@ -135,7 +155,7 @@ def _idle_child(
     storage = open_storage(settings)
     bus = open_bus(settings)
     options = scaled_options(variant, timing.scale)
-    stop: Any
+    stops: list[Any] = []
     if variant == "processor":
         from processor.worker import ProcessorWorker
 
@@ -145,30 +165,55 @@ def _idle_child(
             bus,
             heartbeat_busy_seconds=10.0 / timing.scale,
             heartbeat_idle_seconds=60.0 / timing.scale,
+            trigger_receive_seconds=RECEIVE_SECONDS / timing.scale,
             **options,
         )
         barrier.wait(timeout=120)
         worker.start()
-        stop = worker.stop
+        stops.append(worker.stop)
     else:
         config = ListenerConfig.from_settings(settings, **options)
         listener = QueueListener(
             work_sources(storage, settings),
             _never_called,
             config,
-            trigger_available=variant == "trigger",
+            trigger_available=variant in ("trigger", "per_priority_1s"),
         )
         barrier.wait(timeout=120)
+        if variant == "per_priority_1s":
+            subscriber = TriggerSubscriber(
+                bus,
+                specs_before(f"idle-bench-{variant}"),
+                on_work=lambda _event: listener.on_work_detected(),
+                on_gate=lambda _event: None,
+                receive_seconds=BEFORE_RECEIVE_SECONDS,
+            )
+            subscriber.start()
+            stops.append(subscriber.stop)
         listener.start()
-        stop = listener.stop
+        stops.append(listener.stop)
     time.sleep(timing.warmup)
     before = meter.snapshot()
     time.sleep(timing.window)
     counted = meter.diff(meter.snapshot(), before)
-    stop(5)
+    for stop in stops:
+        stop(5)
     results.put((variant, counted))
     bus.close()
     storage.close()
+
+
+def specs_before(instance_id: str) -> list[SubscriptionSpec]:
+    """The processor's trigger subscriptions before they became one: one per priority."""
+    digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
+    return [
+        SubscriptionSpec(
+            name=f"proc-{p}-{digest}",
+            filter={PRIORITY_PROPERTY: p},
+            auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
+        )
+        for p in PRIORITIES
+    ]
 
 
 def _never_called(_lease: object) -> None:
@@ -184,55 +229,78 @@ def add_results(
 ) -> None:
     queues = len(settings.all_work_queues())
     expected = expected_per_hour(queues)
+    expected_bus = expected_receives_per_hour()
     per_hour: dict[Variant, float] = {}
+    bus_per_hour: dict[Variant, float] = {}
     rows: list[list[Cell]] = []
     for variant in VARIANTS:
         storage = {k: v for k, v in counts[variant].items() if not k.startswith("bus.")}
-        bus = meter.total(counts[variant], "bus.")
         scale = 1.0 if variant == "naive" else timing.scale
         per_hour[variant] = meter.total(storage) * HOUR / (timing.window * scale)
+        # The old 1 s receive is not scaled; the processor's 60 s one is.
+        bus_scale = timing.scale if variant == "processor" else 1.0
+        receives = counts[variant].get("bus.receive", 0)
+        bus_per_hour[variant] = receives * HOUR / (timing.window * bus_scale)
         rows.append(
             [
                 DESCRIPTIONS[variant],
                 per_hour[variant],
                 expected[variant],
-                per_hour[variant] * 24,
-                bus * HOUR / timing.window,
+                bus_per_hour[variant],
+                expected_bus.get(variant, 0.0),
                 _kinds(storage),
             ]
         )
         report.figure(f"{variant}.requests_per_hour", per_hour[variant])
+        report.figure(f"{variant}.bus_receives_per_hour", bus_per_hour[variant])
     report.table(
         f"{backend}: one idle instance, {queues} work queues; window {timing.window:.0f} s at "
         f"time scale {timing.scale:.0f} (= {timing.window * timing.scale / 60:.0f} idle minutes)",
-        ["variant", "requests/h", "formula/h", "requests/day", "bus receives/h", "kinds in window"],
+        ["variant", "requests/h", "formula/h", "bus receives/h", "formula/h", "kinds in window"],
         rows,
     )
     naive = per_hour["naive"]
     for variant in ("backoff", "trigger", "processor"):
         ratio = naive / per_hour[variant] if per_hour[variant] else float("inf")
         report.figure(f"naive_over_{variant}", ratio if ratio != float("inf") else 0.0)
+    before, after = bus_per_hour["per_priority_1s"], bus_per_hour["processor"]
+    report.figure("bus_receives_before_over_after", before / after if after else 0.0)
     report.conclude(
         f"naive polling costs {naive / max(per_hour['backoff'], 1):.0f}x the back-off and "
         f"{naive / max(per_hour['trigger'], 1):.0f}x back-off + trigger "
         f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours: seed 000's 79,200)"
     )
     report.conclude(
+        f"trigger receive calls (billed per call on Service Bus): {before:,.0f}/h before, "
+        f"{after:,.0f}/h now, {before / max(after, 1):.0f}x fewer; 10 idle processors make "
+        f"{10 * 24 * after:,.0f} a day instead of {10 * 24 * before:,.0f}"
+    )
+    report.conclude(
         "formula (defaults): naive = queues x 3,600; back-off = queues x 3,600 / 30 s cap; "
         "trigger = queues x 3,600 / 60 s safety poll (a depth query per queue); the processor "
-        "adds 60 heartbeat writes and 60 gate reads per hour"
+        "adds 60 heartbeat writes and 60 gate reads per hour; bus receives = subscriptions x "
+        "3,600 / receive seconds (before 3 x 3,600 / 1 s, now 1 x 3,600 / 60 s)"
     )
 
 
 def expected_per_hour(queues: int) -> dict[Variant, float]:
-    """The defaults' formula: requests per idle hour of each variant."""
+    """The defaults' formula: storage requests per idle hour of each variant."""
     defaults = ListenerConfig()
     trigger = queues * HOUR / defaults.safety_poll_seconds
     return {
         "naive": queues * HOUR / 1.0,
         "backoff": queues * HOUR / defaults.backoff_max_idle,
         "trigger": trigger,
+        "per_priority_1s": trigger,
         "processor": trigger + HOUR / 60.0 + HOUR / defaults.safety_poll_seconds,
+    }
+
+
+def expected_receives_per_hour() -> dict[Variant, float]:
+    """The formula for trigger-bus receive calls per idle hour (variants with a trigger)."""
+    return {
+        "per_priority_1s": len(PRIORITIES) * HOUR / BEFORE_RECEIVE_SECONDS,
+        "processor": HOUR / RECEIVE_SECONDS,
     }
 
 
