@@ -16,13 +16,13 @@ from initiator.dependencies import Services, open_services
 from initiator.publishing import FaultHook
 from shared.settings import Settings
 from tests.api.harness import API_KEY, SECOND_KEY, Api, started_api
-from tests.support.azurite import AzuriteInfo
-from tests.support.names import unique_name
+from tests.support.deployment_settings import SettingsFactory, stack_settings_factory
+
+__all__ = ["SettingsFactory"]  # the factory type this folder's tests annotate with
 
 #: Small chunks, so that even small test batches have several.
 TEST_CHUNK_SIZE = 10
 
-SettingsFactory = Callable[..., Settings]
 ServicesFactory = Callable[..., Services]
 
 
@@ -39,30 +39,13 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def make_settings(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> SettingsFactory:
     """Settings for this test's backend with unique names; keywords override."""
-    token = unique_name("t")[:11]
-    base: dict[str, object] = {
-        "data_dir": tmp_path / "billing",
-        "api_keys": [API_KEY, SECOND_KEY],
-        "chunk_size": TEST_CHUNK_SIZE,
-        "work_queue_prefix": f"w{token}",
-        "output_queue": f"o{token}",
-        "payload_container": f"p{token}",
-        "results_container": f"r{token}",
-        "control_container": f"c{token}",
-        "batches_table": f"batches{token}",
-        "chunks_table": f"chunks{token}",
-        "heartbeats_table": f"hb{token}",
-    }
-    if backend == "azurite":
-        azurite: AzuriteInfo = request.getfixturevalue("azurite")
-        base["storage_connection_string"] = azurite.connection_string
-        base["storage_retry_total"] = 2
-        base["storage_retry_backoff_seconds"] = 0.05
-
-    def make(**overrides: object) -> Settings:
-        return Settings(_env_file=None, **{**base, **overrides})  # type: ignore[call-arg, arg-type]
-
-    return make
+    return stack_settings_factory(
+        request,
+        tmp_path,
+        on_azurite=backend == "azurite",
+        api_keys=[API_KEY, SECOND_KEY],
+        chunk_size=TEST_CHUNK_SIZE,
+    )
 
 
 @pytest.fixture

@@ -22,62 +22,44 @@ from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
-from tests.support.azurite import AzuriteInfo
-from tests.support.names import unique_name
+from tests.support.deployment_settings import (
+    AZURITE_STACK,
+    STACKS,
+    SettingsFactory,
+    stack_settings_factory,
+)
 from tests.warehouse.conftest import postgres_admin, postgres_url
 
-__all__ = ["postgres_admin", "postgres_url"]  # fixtures, re-exported for this folder
+# fixtures, re-exported for this folder, and the factory type its tests annotate with
+__all__ = ["SettingsFactory", "postgres_admin", "postgres_url"]
 
 #: A message left undeleted (a killed controller) reappears after this many seconds.
 VISIBILITY_SECONDS = 2
 CLOSE_TIMEOUT_SECONDS = 60.0
 
-SettingsFactory = Callable[..., Settings]
 WorkerFactory = Callable[..., ControllerWorker]
 
 
-@pytest.fixture(
-    params=[
-        "embedded+sqlite",
-        pytest.param("azurite+postgres", marks=[pytest.mark.azurite, pytest.mark.postgres]),
-    ]
-)
+@pytest.fixture(params=STACKS)
 def stack(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
 @pytest.fixture
 def make_settings(stack: str, tmp_path: Path, request: pytest.FixtureRequest) -> SettingsFactory:
-    token = unique_name("t")[:11]
-    base: dict[str, object] = {
-        "data_dir": tmp_path / "billing",
-        "api_keys": ["controller-test-key"],
-        "work_queue_prefix": f"w{token}",
-        "output_queue": f"o{token}",
-        "payload_container": f"p{token}",
-        "results_container": f"r{token}",
-        "control_container": f"c{token}",
-        "batches_table": f"batches{token}",
-        "chunks_table": f"chunks{token}",
-        "heartbeats_table": f"hb{token}",
-        "partitions": 1,
-        "visibility_timeout_seconds": VISIBILITY_SECONDS,
-        "backoff_max_idle_ms": 200,
-        "id_range_size": 50,
-    }
-    if stack == "azurite+postgres":
-        azurite: AzuriteInfo = request.getfixturevalue("azurite")
-        base["storage_connection_string"] = azurite.connection_string
-        base["storage_retry_total"] = 2
-        base["storage_retry_backoff_seconds"] = 0.05
-        base["warehouse_url"] = request.getfixturevalue("postgres_url")
-    else:
-        base["warehouse_url"] = f"sqlite:///{tmp_path / 'warehouse' / 'warehouse.sqlite3'}"
-
-    def make(**overrides: object) -> Settings:
-        return Settings(_env_file=None, **{**base, **overrides})  # type: ignore[call-arg, arg-type]
-
-    return make
+    """Settings of this test's stack; keywords override. One partition and short listener
+    timings: a message left undeleted comes back within seconds."""
+    return stack_settings_factory(
+        request,
+        tmp_path,
+        on_azurite=stack == AZURITE_STACK,
+        warehouse=True,
+        api_keys=["controller-test-key"],
+        partitions=1,
+        visibility_timeout_seconds=VISIBILITY_SECONDS,
+        backoff_max_idle_ms=200,
+        id_range_size=50,
+    )
 
 
 @pytest.fixture

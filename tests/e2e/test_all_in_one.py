@@ -28,8 +28,11 @@ from shared.cli.app import app as billing
 from shared.demo.cluster import free_port
 from shared.sample_batches import generate_lines
 from shared.transactions import Transaction
-from tests.e2e.conftest import resource_names
-from tests.support.azurite import AzuriteInfo
+from tests.support.deployment_settings import (
+    azurite_connection_string,
+    billing_environment,
+    deployment_values,
+)
 from tests.support.reference_rater import INVOICE_FIGURES, SAMPLE_BOOK, reference_invoices
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -45,24 +48,17 @@ SERVE_COMMAND = (sys.executable, "-m", "shared.cli", "serve", "--all-in-one")
 @pytest.fixture(params=["embedded", pytest.param("azurite", marks=pytest.mark.azurite)])
 def backend_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     """``BILLING_*`` variables of a fresh deployment on the parametrized storage backend."""
-    env = {f"BILLING_{name.upper()}": value for name, value in resource_names().items()}
-    env |= {
-        "BILLING_DATA_DIR": str(tmp_path / "billing"),
-        "BILLING_API_KEYS": API_KEY,
-        "BILLING_CHUNK_SIZE": str(CHUNK_SIZE),
-        "BILLING_PARTITIONS": "2",
+    values = deployment_values(
+        tmp_path,
+        connection_string=azurite_connection_string(request, request.param == "azurite"),
+        api_keys=API_KEY,
+        chunk_size=CHUNK_SIZE,
+        partitions=2,
         # The controller has no push trigger yet (it polls its queue with a back-off, up to
         # 30 s by default): cap its sleep so that a test does not wait for it.
-        "BILLING_BACKOFF_MAX_IDLE_MS": "500",
-    }
-    if request.param == "azurite":
-        azurite: AzuriteInfo = request.getfixturevalue("azurite")
-        env |= {
-            "BILLING_STORAGE_CONNECTION_STRING": azurite.connection_string,
-            "BILLING_STORAGE_RETRY_TOTAL": "2",
-            "BILLING_STORAGE_RETRY_BACKOFF_SECONDS": "0.05",
-        }
-    return env
+        backoff_max_idle_ms=500,
+    )
+    return billing_environment(values)
 
 
 class Served:

@@ -27,8 +27,12 @@ from shared.demo.cluster import free_port
 from shared.provision import containers_for, queues_for, tables_for
 from shared.settings import Settings
 from shared.storage import open_storage
-from tests.e2e.conftest import resource_names
-from tests.support.azurite import AzuriteInfo
+from tests.support.deployment_settings import (
+    azurite_connection_string,
+    billing_environment,
+    deployment_values,
+    settings_factory,
+)
 
 STOP_BOUND_SECONDS = 5.0
 READY_TIMEOUT_SECONDS = 60.0
@@ -46,24 +50,17 @@ class Deployment:
 
 @pytest.fixture(params=["embedded", pytest.param("azurite", marks=pytest.mark.azurite)])
 def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Deployment:
-    values: dict[str, str] = {
-        "data_dir": str(tmp_path / "billing"),
-        **resource_names(),
-        "partitions": "1",  # fewer queues to create: a quicker start on Azurite
-        "api_keys": "roles-test-key",
-        "port": str(free_port()),
-    }
-    if request.param == "azurite":
-        azurite: AzuriteInfo = request.getfixturevalue("azurite")
-        values |= {
-            "storage_connection_string": azurite.connection_string,
-            "storage_retry_total": "2",
-            "storage_retry_backoff_seconds": "0.05",
-        }
+    values = deployment_values(
+        tmp_path,
+        connection_string=azurite_connection_string(request, request.param == "azurite"),
+        partitions=1,  # fewer queues to create: a quicker start on Azurite
+        api_keys="roles-test-key",
+        port=free_port(),
+    )
     # Nothing from the test run's own environment leaks in (BILLING_* of a developer shell).
     env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
-    env |= {f"BILLING_{name.upper()}": value for name, value in values.items()}
-    settings = Settings(_env_file=None, **values)  # type: ignore[call-arg, arg-type]
+    env |= billing_environment(values)
+    settings = settings_factory(values)()
     return Deployment(env=env, settings=settings, folder=tmp_path)
 
 

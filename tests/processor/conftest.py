@@ -15,7 +15,7 @@ import pytest
 
 from processor.worker import ProcessorWorker
 from tests.processor.deployment import Deployment, deployment_settings, fast_worker_options
-from tests.support.azurite import AzuriteInfo
+from tests.support.deployment_settings import azurite_connection_string
 
 #: ``start_worker(deployment, **options)`` → a started worker, stopped at teardown.
 WorkerStarter = Callable[..., ProcessorWorker]
@@ -32,10 +32,7 @@ def deployment(tmp_path: Path) -> Iterator[Deployment]:
 
 @pytest.fixture(params=["embedded", pytest.param("azurite", marks=pytest.mark.azurite)])
 def any_deployment(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Deployment]:
-    connection_string = None
-    if request.param == "azurite":
-        azurite: AzuriteInfo = request.getfixturevalue("azurite")
-        connection_string = azurite.connection_string
+    connection_string = azurite_connection_string(request, request.param == "azurite")
     opened = Deployment.open(deployment_settings(tmp_path, connection_string))
     try:
         yield opened

@@ -26,6 +26,7 @@ from shared.settings import Priority, Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
 from shared.transactions import ControlTotalsBuilder, Transaction
+from tests.support.deployment_settings import deployment_values, settings_factory
 from tests.support.names import unique_name
 
 #: (customer, sku, quantity, region) of one transaction
@@ -36,27 +37,10 @@ OutputMessage = ChunkResult | ChunkFailed
 def deployment_settings(
     tmp_path: Path, connection_string: str | None = None, **extra: Any
 ) -> Settings:
-    token = unique_name("t")[:10]
-    values: dict[str, Any] = {
-        "data_dir": tmp_path / "billing",
-        "partitions": 2,
-        "work_queue_prefix": f"w{token}",
-        "output_queue": f"o{token}",
-        "payload_container": f"p{token}",
-        "results_container": f"r{token}",
-        "control_container": f"c{token}",
-        "batches_table": f"batches{token}",
-        "chunks_table": f"chunks{token}",
-        "heartbeats_table": f"hb{token}",
-        "trigger_topic": f"trig{token}",
-    }
-    if connection_string is not None:
-        values |= {
-            "storage_connection_string": connection_string,
-            "storage_retry_total": 2,
-            "storage_retry_backoff_seconds": 0.05,
-        }
-    return Settings(_env_file=None, **(values | extra))  # type: ignore[call-arg]
+    """Settings of a two-partition deployment in ``tmp_path``; on Azurite with a connection
+    string; ``extra`` overrides."""
+    values = deployment_values(tmp_path, connection_string=connection_string, partitions=2)
+    return settings_factory(values)(**extra)
 
 
 def fast_worker_options(**overrides: Any) -> dict[str, Any]:
