@@ -5,10 +5,9 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Sequence
-from datetime import datetime
 
 from shared.chunk_payload import NumberedTransaction
-from shared.transactions import Transaction
+from tests.support.transaction_rows import transaction_from_row
 
 COLUMNS = ("transaction_id", "customer_id", "sku", "quantity", "region", "occurred_at")
 Row = dict[str, str]
@@ -57,17 +56,4 @@ def gzipped(data: bytes) -> bytes:
 
 def expected(items: Sequence[Row], first_line: int = 2) -> list[NumberedTransaction]:
     """The numbered transactions a file of ``items`` holds (the CSV header is line 1)."""
-    return [
-        (
-            first_line + index,
-            Transaction(
-                transaction_id=item["transaction_id"],
-                customer_id=item["customer_id"],
-                sku=item["sku"],
-                quantity=int(item["quantity"]),
-                region=item["region"],
-                occurred_at=datetime.fromisoformat(item["occurred_at"]),
-            ),
-        )
-        for index, item in enumerate(items)
-    ]
+    return [(first_line + index, transaction_from_row(item)) for index, item in enumerate(items)]

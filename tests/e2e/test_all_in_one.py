@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ from tests.support.deployment_settings import (
     deployment_values,
 )
 from tests.support.reference_rater import INVOICE_FIGURES, SAMPLE_BOOK, reference_invoices
+from tests.support.transaction_rows import transaction_from_row
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 API_KEY = "all-in-one-test-key"
@@ -158,17 +158,7 @@ def batch_file(transactions: int, seed: int) -> tuple[bytes, list[Transaction]]:
     """A generated CSV batch and its transactions, read back with the standard library."""
     text = "".join(generate_lines(transactions, customers=15, seed=seed))
     rows = csv.DictReader(io.StringIO(text))
-    return text.encode(), [
-        Transaction(
-            transaction_id=row["transaction_id"],
-            customer_id=row["customer_id"],
-            sku=row["sku"],
-            quantity=int(row["quantity"]),
-            region=row["region"],
-            occurred_at=datetime.fromisoformat(row["occurred_at"]),
-        )
-        for row in rows
-    ]
+    return text.encode(), [transaction_from_row(row) for row in rows]
 
 
 def served_invoices(served: Served, batch_id: str) -> dict[str, dict[str, int]]:

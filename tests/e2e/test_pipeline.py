@@ -18,7 +18,6 @@ import io
 import json
 import math
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +36,7 @@ from tests.controller.checks import (
 from tests.e2e.conftest import SettingsFactory
 from tests.e2e.pipeline import running_pipeline
 from tests.support.reference_rater import INVOICE_FIGURES, SAMPLE_BOOK, reference_invoices
+from tests.support.transaction_rows import transaction_from_row
 
 #: Small enough for Azurite, large enough for several chunks per batch.
 CHUNK_SIZE = 50
@@ -84,17 +84,7 @@ def read_transactions(path: Path, spec: BatchSpec) -> list[Transaction]:
         ]
     else:
         rows = list(csv.DictReader(io.StringIO(path.read_text(encoding="utf-8"))))
-    return [
-        Transaction(
-            transaction_id=row["transaction_id"],
-            customer_id=row["customer_id"],
-            sku=row["sku"],
-            quantity=int(row["quantity"]),
-            region=row["region"],
-            occurred_at=datetime.fromisoformat(row["occurred_at"]),
-        )
-        for row in rows
-    ]
+    return [transaction_from_row(row) for row in rows]
 
 
 def expected_control_totals(transactions: list[Transaction]) -> dict[str, int]:
