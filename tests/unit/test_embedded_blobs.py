@@ -7,7 +7,6 @@ what depends on how the embedded backend stores bytes (one immutable file per ve
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,6 @@ from shared import meter
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.embedded import blob as blob_module
 from shared.storage.embedded.blob import EmbeddedBlobContainer
-
-
-@pytest.fixture
-def account(tmp_path: Path) -> Iterator[EmbeddedStorageAccount]:
-    opened = EmbeddedStorageAccount(tmp_path)
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -35,13 +35,6 @@ class FakeClock:
 
     def advance(self, seconds: float) -> None:
         self.t += seconds
-
-
-@pytest.fixture
-def account(tmp_path: Path) -> Iterator[EmbeddedStorageAccount]:
-    opened = EmbeddedStorageAccount(tmp_path / "storage")
-    yield opened
-    opened.close()
 
 
 @pytest.fixture

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
@@ -14,13 +12,6 @@ from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.embedded import table as table_module
 from shared.storage.embedded.table import EmbeddedTable
 from shared.storage.ports import Entity
-
-
-@pytest.fixture
-def account(tmp_path: Path) -> Iterator[EmbeddedStorageAccount]:
-    opened = EmbeddedStorageAccount(tmp_path)
-    yield opened
-    opened.close()
 
 
 @pytest.fixture
