@@ -3,7 +3,9 @@ auto-delete on idle."""
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import sqlite3
 import statistics
 import threading
 import time
@@ -118,6 +120,24 @@ def test_subscribing_again_replaces_the_filter(bus: EmbeddedTriggerBus) -> None:
     bus.publish(b"h", HIGH)
     bus.publish(b"l", {"Priority": "low"})
     assert bodies(sub.receive(timeout=0)) == [b"l"]
+
+
+def test_a_subscription_stored_with_one_filter_object_still_filters(tmp_path: Path) -> None:
+    # Folders written before subscriptions had several filters store one JSON object.
+    before = EmbeddedTriggerBus(tmp_path, TOPIC)
+    before.ensure_topic()
+    before.subscribe(SubscriptionSpec("high", HIGH))
+    with contextlib.closing(sqlite3.connect(tmp_path / "bus.sqlite")) as conn, conn:
+        conn.execute(
+            "UPDATE subscriptions SET filter = ? WHERE name = 'high'", ('{"Priority": "high"}',)
+        )
+    before.publish(b"h", HIGH)
+    before.publish(b"n", {"Priority": "normal"})
+    before.close()
+
+    after = EmbeddedTriggerBus(tmp_path, TOPIC)
+    assert bodies(after.subscribe(SubscriptionSpec("high", HIGH)).receive(timeout=0)) == [b"h"]
+    after.close()
 
 
 def test_receive_blocks_for_the_timeout_when_nothing_comes(bus: EmbeddedTriggerBus) -> None:
