@@ -39,8 +39,9 @@ import weakref
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
-from types import TracebackType
-from typing import NamedTuple, Self
+from typing import NamedTuple
+
+from shared.closing import Closing
 
 DEFAULT_MEMORY_LIMIT = 200_000
 """~28 MB of dict; batches up to this size never touch the disk."""
@@ -56,7 +57,7 @@ class Duplicate(NamedTuple):
     first_line: int
 
 
-class DuplicateDetector:
+class DuplicateDetector(Closing):
     """Tells which ids were already seen on an earlier line, and on which line."""
 
     def __init__(
@@ -140,17 +141,6 @@ class DuplicateDetector:
         self._ids, self._lines = [], []
         if self._cleanup is not None:
             self._cleanup()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _spill(self, first_lines: dict[str, int], next_line: int) -> None:
         directory = tempfile.mkdtemp(prefix="batch-ids-", dir=self._temp_dir)

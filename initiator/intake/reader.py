@@ -14,8 +14,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
 from initiator.intake.csv_batch import csv_records
 from initiator.intake.decompress import batch_bytes
@@ -31,13 +29,14 @@ from initiator.intake.problems import (
     Status,
     StopScanning,
 )
+from shared.closing import Closing
 from shared.transactions import Transaction
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 4 * 1024**3
 """4 GiB: well above the 1 GB batches the design expects, far below what a bomb reaches."""
 
 
-class BatchReader:
+class BatchReader(Closing):
     """Iterate once for ``(line_no, Transaction)``; then ask :meth:`rejection`.
 
     A transaction handed out is only known to belong to an accepted batch once iteration
@@ -93,17 +92,6 @@ class BatchReader:
     def close(self) -> None:
         """Release the duplicate detector's temporary storage (iteration's end does too)."""
         self._duplicates.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __iter__(self) -> Iterator[tuple[int, Transaction]]:
         if self._started:

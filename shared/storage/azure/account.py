@@ -8,7 +8,6 @@ once, here.
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from azure.data.tables import TableServiceClient
 from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
+from shared.closing import Closing
 from shared.settings import Settings
 from shared.storage.azure.blob import AzureBlobContainer
 from shared.storage.azure.options import (
@@ -35,7 +35,7 @@ SERVICES = ("blob", "queue", "table")
 _SERVICE_LABELS = frozenset({*SERVICES, "dfs", "file", "web"})
 
 
-class AzureStorageAccount:
+class AzureStorageAccount(Closing):
     """A storage account through the SDKs; see :class:`shared.storage.ports.StorageAccount`."""
 
     def __init__(
@@ -128,17 +128,6 @@ class AzureStorageAccount:
         self._blobs.close()
         self._queues.close()
         self._tables.close()
-
-    def __enter__(self) -> AzureStorageAccount:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def service_endpoints(account_url: str) -> dict[str, str]:
