@@ -71,6 +71,18 @@ var env = [
   { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', secretRef: 'appinsights' }
 ]
 
+// KEDA adds an instance per 64 messages waiting on any work queue (every priority and
+// partition: a batch's chunks are spread over its priority's partitions).
+var workQueues = flatten(map([ 'high', 'normal', 'low' ], p => map(range(0, partitions), i => 'work-${p}-${i}')))
+var queueDepthRules = map(workQueues, q => {
+  name: 'depth-${q}'
+  custom: {
+    type: 'azure-queue'
+    identity: identityId
+    metadata: { accountName: storageAccountName, queueName: q, queueLength: '64' }
+  }
+})
+
 var roles = [
   { name: 'initiator', command: [ 'billing', 'initiator', '--host', '0.0.0.0', '--port', '8000' ], ingress: true, min: 1, max: 3 }
   { name: 'processor', command: [ 'billing', 'processor' ], ingress: false, min: 1, max: 10 }
@@ -103,16 +115,7 @@ resource apps 'Microsoft.App/containerApps@2024-03-01' = [
         scale: {
           minReplicas: role.min
           maxReplicas: role.max
-          rules: role.name == 'processor' ? [
-            {
-              name: 'work-queue-depth'
-              custom: {
-                type: 'azure-queue'
-                identity: identityId
-                metadata: { accountName: storageAccountName, queueName: 'work-normal-0', queueLength: '64' }
-              }
-            }
-          ] : []
+          rules: role.name == 'processor' ? queueDepthRules : []
         }
       }
     }
