@@ -17,6 +17,7 @@ from initiator.body import BodyTooLargeError
 from initiator.idempotency import IdempotencyConflictError, IdempotencyInProgressError
 from initiator.intake import BatchRejected
 from initiator.intake.problems import Problem
+from initiator.publishing import IntakeOutcomeUnknownError
 from initiator.schemas import ProblemDetails
 from shared.pricebook_store import NoPricebookError
 
@@ -69,9 +70,23 @@ async def _no_pricebook(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
     log.error("storage failure on %s %s", request.method, request.url.path, exc_info=exc)
+    # True of an intake since the publisher settles every failure by reading the record
+    # back (initiator.publishing.outcome); when it cannot, the answer is "outcome unknown".
     accepting = request.method == "POST" and request.url.path == "/batches"
     detail = "the batch was not accepted; retry later" if accepting else "retry later"
     return problem(503, "Storage unavailable", detail, headers={"Retry-After": "5"})
+
+
+async def _outcome_unknown(_request: Request, exc: Exception) -> JSONResponse:
+    """Never "not accepted" unless storage says so: the client is told how to find out."""
+    assert isinstance(exc, IntakeOutcomeUnknownError)
+    log.error("%s", exc)
+    return problem(
+        503,
+        "Batch outcome unknown",
+        str(exc),
+        headers={"Retry-After": "5", "X-Batch-Id": exc.batch_id},
+    )
 
 
 async def _client_disconnected(request: Request, _exc: Exception) -> JSONResponse:
@@ -101,5 +116,6 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(IdempotencyConflictError, _idempotency_conflict)
     app.add_exception_handler(IdempotencyInProgressError, _idempotency_in_progress)
     app.add_exception_handler(NoPricebookError, _no_pricebook)
+    app.add_exception_handler(IntakeOutcomeUnknownError, _outcome_unknown)
     app.add_exception_handler(AzureError, _storage_unavailable)
     app.add_exception_handler(ClientDisconnect, _client_disconnected)

@@ -25,6 +25,7 @@ mapping and record, and the items it had sent are dropped by processors. A crash
 5 leaves an accepted batch whose work is on the queues: it is processed.
 """
 
+from initiator.publishing.outcome import IntakeOutcomeUnknownError
 from initiator.publishing.publisher import (
     STEPS,
     BatchIntent,
@@ -39,6 +40,7 @@ __all__ = [
     "STEPS",
     "BatchIntent",
     "FaultHook",
+    "IntakeOutcomeUnknownError",
     "Publication",
     "Publisher",
     "sweep_orphans",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from initiator.idempotency import IdempotencyKeys
-from initiator.publishing.cleanup import abandon
+from initiator.publishing.outcome import IntakeOutcomeUnknownError, settle
 from initiator.publishing.payloads import PayloadWriter, StoredChunk
 from initiator.publishing.trigger import announce
 from initiator.publishing.work_items import send_work_items, work_items
@@ -123,18 +123,25 @@ class Publication:
             log.exception(
                 "could not delete the payloads of %s; the sweeper will", self._intent.batch_id
             )
-        self._abandon()
+        try:
+            self._settle()  # a batch never ``accepting`` cannot turn out accepted
+        except IntakeOutcomeUnknownError:
+            log.warning("rejected batch %s left for the sweeper", self._intent.batch_id)
 
     def commit(self, totals: ControlTotals, *, body_bytes: int, body_sha256: str) -> BatchRecord:
         """Steps 2-6 for a valid batch; returns the ``accepted`` record.
 
-        Any failure before the record is ``accepted`` abandons the batch and re-raises,
-        including :class:`~initiator.idempotency.IdempotencyKeyTakenError` when a
-        concurrent request with the same key won.
+        After a failure the record is read back (:mod:`.outcome`): a batch that storage
+        shows accepted is returned as such; any other is abandoned and the failure
+        re-raised, including :class:`~initiator.idempotency.IdempotencyKeyTakenError` when
+        a concurrent request with the same key won.
         """
         if self._stored is None:
             raise RuntimeError("a batch without transactions cannot be committed")
         fault = self._p.fault
+        # Only an accepted batch is announced, and it is accepted only once every item is
+        # sent; this default just keeps the name bound on every path.
+        queue_names = [queue.name for queue in self._p.work_queues[self._intent.priority]]
         try:
             chunks = self._writer.finish()
             fault("payloads_written")
@@ -153,8 +160,16 @@ class Publication:
             self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
             fault("record_accepted")
         except Exception:
-            self._abandon()
-            raise
+            accepted = self._settle()
+            if accepted is None:
+                raise
+            log.warning(
+                "batch %s: storage failed after it was accepted; answered as accepted",
+                accepted.batch_id,
+                exc_info=True,
+            )
+            self._announce(accepted, queue_names)
+            return accepted
         record = self._stored.record
         self._announce(record, queue_names)
         return record
@@ -212,12 +227,14 @@ class Publication:
         self._save()
         self._last_heartbeat = time.monotonic()
 
-    def _abandon(self) -> None:
-        """Best effort: whatever this leaves behind, the sweeper removes later."""
+    def _settle(self) -> BatchRecord | None:
+        """The accepted record if storage shows the batch accepted after all, else None."""
         assert self._stored is not None
-        try:
-            abandon(
-                self._stored, records=self._p.records, payloads=self._p.payloads, keys=self._p.keys
-            )
-        except Exception:
-            log.exception("could not clean up batch %s; the sweeper will", self._intent.batch_id)
+        p = self._p
+        return settle(
+            self._intent.batch_id,
+            self._stored,
+            records=p.records,
+            payloads=p.payloads,
+            keys=p.keys,
+        )

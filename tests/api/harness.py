@@ -11,8 +11,9 @@ from fastapi import FastAPI
 from initiator.app import create_app
 from initiator.dependencies import Services
 from initiator.publishing import FaultHook
-from shared.bus.ports import BusMessage, Subscription, SubscriptionSpec
+from shared.bus.ports import BusMessage, Subscription, SubscriptionSpec, TriggerBus
 from shared.settings import Settings
+from shared.storage.ports import StorageAccount
 from tests.api.observe import Trace
 
 API_KEY = "test-key-1"
@@ -57,8 +58,14 @@ class Api:
 
 
 @asynccontextmanager
-async def started_api(settings: Settings, *, fault: FaultHook | None = None) -> AsyncIterator[Api]:
-    app = create_app(settings, fault=fault)
+async def started_api(
+    settings: Settings,
+    *,
+    fault: FaultHook | None = None,
+    connections: tuple[StorageAccount, TriggerBus] | None = None,
+) -> AsyncIterator[Api]:
+    """``connections``: storage and bus to use instead of opening them (the caller closes them)."""
+    app = create_app(settings, fault=fault, connections=connections)
     async with app.router.lifespan_context(app):
         services: Services = app.state.services
         watcher = services.bus.subscribe(SubscriptionSpec(name="test-watcher"))
