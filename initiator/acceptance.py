@@ -18,6 +18,7 @@ import logging
 import secrets
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from itertools import islice
 from typing import TypeVar
 
@@ -30,7 +31,8 @@ from initiator.idempotency import (
     hash_key,
 )
 from initiator.intake import parse_batch
-from initiator.publishing import BatchIntent, Publication, Publisher
+from initiator.publishing import BatchIntent, Publication, Publisher, is_orphan
+from initiator.publishing.cleanup import abandon
 from shared.batch_records import UNFINISHED_INTAKE, BatchRecord, BatchStatus, utc_now
 from shared.pricebook import Pricebook
 from shared.pricebook_store import PricebookStore
@@ -137,6 +139,12 @@ class BatchAcceptance:
         if stored is None or stored.record.status is BatchStatus.ABANDONED:
             keys.release(key_hash, entry.batch_id)  # its batch died: the key is free again
             return None
+        if is_orphan(stored, timedelta(seconds=self._settings.orphan_age_seconds)):
+            # Its intake died before the sweeper came by: remove it now, the key with it.
+            p = self._publisher
+            if abandon(stored, records=records, payloads=p.payloads, keys=keys):
+                log.warning("removed orphaned batch %s found on a retried key", entry.batch_id)
+                return None
         body.drain()
         return self._answer_for(entry, body.sha256)
 

@@ -2,7 +2,8 @@
 
 Start-up (:func:`open_services`) is where the initiator gets ready to take batches: storage
 and the trigger bus are opened, every queue, container and table is ensured, the sample
-pricebook is installed if none is current, and orphans of a crashed intake are swept.
+pricebook is installed if none is current, and orphans of a crashed intake are swept (then
+every few minutes while it runs).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy import Engine
 from controller.invoices import InvoiceReader
 from controller.warehouse import make_engine
 from initiator.acceptance import BatchAcceptance
-from initiator.publishing import FaultHook, Publisher, sweep_orphans
+from initiator.publishing import FaultHook, OrphanSweeper, Publisher, sweep_orphans
 from shared.batch_records import BatchRecords
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
@@ -42,10 +43,12 @@ class Services:
     #: the warehouse, read-only here (invoices); the controller migrates it
     invoices: InvoiceReader = field(repr=False)
     warehouse: Engine = field(repr=False)
+    sweeper: OrphanSweeper = field(repr=False)
     #: False when storage and bus were handed in (all-in-one mode): their owner closes them
     owns_connections: bool = True
 
     def close(self) -> None:
+        self.sweeper.close()
         self.warehouse.dispose()
         if self.owns_connections:
             self.bus.close()
@@ -67,6 +70,8 @@ def open_services(
     pricebooks = PricebookStore(storage.container(settings.control_container))
     pricebooks.install_if_missing(sample_pricebook())
     sweep_orphans(storage, settings)
+    sweeper = OrphanSweeper(storage, settings)
+    sweeper.start()
     publisher = Publisher(storage, bus, settings, fault=fault)
     warehouse = make_engine(settings.resolved_warehouse_url)  # connects on first use only
     return Services(
@@ -79,6 +84,7 @@ def open_services(
         publisher=publisher,
         invoices=InvoiceReader(warehouse),
         warehouse=warehouse,
+        sweeper=sweeper,
         owns_connections=connections is None,
     )
 

@@ -49,6 +49,11 @@ class Settings(BaseSettings):
     port: int = 8000
     max_body_bytes: int = 2 * 1024**3
     max_decompressed_bytes: int = 8 * 1024**3
+    #: An intake whose record has been silent this long died (a live upload refreshes it
+    #: every minute): the sweeper removes it and frees its Idempotency-Key.
+    orphan_age_seconds: float = Field(default=300.0, gt=0)
+    #: How often a running initiator sweeps orphans (a table query per status each time).
+    orphan_sweep_seconds: float = Field(default=300.0, gt=0)
 
     # --- names of queues, containers, tables, topic --------------------------------------
     work_queue_prefix: str = "work"

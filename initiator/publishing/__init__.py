@@ -20,8 +20,9 @@ Why this is safe: processors rate a work item only when its batch is ``accepted`
 once the batch is gone or ``abandoned`` they drop it. Every status change is an ETag-guarded
 update, so the initiator's "accepted" and the sweeper's "abandoned" cannot both win. A crash
 before step 5 leaves a record in ``receiving``/``accepting`` that stops being refreshed; the
-sweeper (:func:`sweep_orphans`, run at every initiator start) removes such a batch's blobs,
-mapping and record, and the items it had sent are dropped by processors. A crash after step
+sweeper (:func:`sweep_orphans`, at every initiator start and then every few minutes)
+removes such a batch's blobs, mapping and record, and the items it had sent are dropped by
+processors. A crash after step
 5 leaves an accepted batch whose work is on the queues: it is processed.
 """
 
@@ -33,15 +34,16 @@ from initiator.publishing.publisher import (
     Publication,
     Publisher,
 )
-from initiator.publishing.sweeper import DEFAULT_ORPHAN_AGE, sweep_orphans
+from initiator.publishing.sweeper import OrphanSweeper, is_orphan, sweep_orphans
 
 __all__ = [
-    "DEFAULT_ORPHAN_AGE",
     "STEPS",
     "BatchIntent",
     "FaultHook",
     "IntakeOutcomeUnknownError",
+    "OrphanSweeper",
     "Publication",
     "Publisher",
+    "is_orphan",
     "sweep_orphans",
 ]

@@ -1,48 +1,59 @@
-"""The sweeper: removes what a crashed intake left behind.
+"""The sweeper: removes what a crashed or cut-off intake left behind.
 
 A batch whose record has stayed in ``receiving`` or ``accepting`` (or ``abandoned``) without
-a sign of life for ``older_than`` was being accepted by an initiator that died: its payload
-blobs, idempotency mapping and record are removed (see :func:`~.cleanup.abandon`), and any
-work items it had already sent are dropped by processors, which find no accepted batch.
-Live uploads refresh their record every minute, far more often than the default age.
+a sign of life for ``orphan_age_seconds`` was being accepted by an initiator that died, or
+that lost storage before it could clean up: its payload blobs, idempotency mapping and
+record are removed (see :func:`~.cleanup.abandon`), and any work items it had already sent
+are dropped by processors, which find no accepted batch. Live uploads refresh their record
+every minute, far more often than the default age.
 
-The initiator sweeps once at start; ``billing`` operators may run it at any time.
+Every initiator sweeps at start and then every ``orphan_sweep_seconds`` while it runs
+(:class:`OrphanSweeper`); several replicas sweeping at once is safe, since each removal
+starts with an ETag-conditional write. A client retrying with the key of an orphan does not
+wait for the next sweep: the intake removes a stale orphan it finds on its key at once.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import timedelta
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import abandon
-from shared.batch_records import BatchRecords, BatchStatus, utc_now
+from shared.batch_records import UNFINISHED_INTAKE, BatchRecords, BatchStatus, StoredBatch, utc_now
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-
-DEFAULT_ORPHAN_AGE = timedelta(minutes=15)
 
 log = logging.getLogger(__name__)
 
 
+def is_orphan(stored: StoredBatch, older_than: timedelta) -> bool:
+    """An intake that stopped before ``accepted`` and has been silent for ``older_than``."""
+    record = stored.record
+    if record.status not in {*UNFINISHED_INTAKE, BatchStatus.ABANDONED}:
+        return False
+    return record.last_seen() <= utc_now() - older_than
+
+
 def sweep_orphans(
-    storage: StorageAccount, settings: Settings, older_than: timedelta = DEFAULT_ORPHAN_AGE
+    storage: StorageAccount, settings: Settings, older_than: timedelta | None = None
 ) -> list[str]:
     """Remove batches stuck before ``accepted`` for longer than ``older_than``.
 
-    Returns the ids of the batches removed.
+    ``older_than`` defaults to the settings' orphan age. Returns the ids of the batches removed.
     """
+    age = timedelta(seconds=settings.orphan_age_seconds) if older_than is None else older_than
     table = storage.table(settings.batches_table)
     records = BatchRecords(table)
     keys = IdempotencyKeys(table)
     payloads = storage.container(settings.payload_container)
-    cutoff = utc_now() - older_than
     stale = [
         stored
         for stored in records.in_status(
             BatchStatus.RECEIVING, BatchStatus.ACCEPTING, BatchStatus.ABANDONED
         )
-        if stored.record.last_seen() <= cutoff
+        if is_orphan(stored, age)
     ]
     removed = [
         stored.record.batch_id
@@ -52,3 +63,32 @@ def sweep_orphans(
     if removed:
         log.warning("swept %d orphaned batch(es): %s", len(removed), ", ".join(removed))
     return removed
+
+
+class OrphanSweeper:
+    """:func:`sweep_orphans` every ``orphan_sweep_seconds`` on a thread, until :meth:`close`."""
+
+    def __init__(self, storage: StorageAccount, settings: Settings) -> None:
+        self._storage = storage
+        self._settings = settings
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="orphan-sweeper", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._settings.orphan_sweep_seconds):
+            try:
+                sweep_orphans(self._storage, self._settings)
+            except Exception:  # storage away: the next round tries again
+                log.warning(
+                    "orphan sweep failed; next try in %.0f s",
+                    self._settings.orphan_sweep_seconds,
+                    exc_info=True,
+                )

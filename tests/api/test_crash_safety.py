@@ -10,6 +10,7 @@ leave an accepted batch whose every work item is on the queues. A *failure* (an
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import Counter
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,7 +20,7 @@ from azure.core.exceptions import ServiceResponseError
 
 from initiator.acceptance import BatchRequest
 from initiator.dependencies import Services
-from initiator.idempotency import IDEMPOTENCY_PARTITION
+from initiator.idempotency import IDEMPOTENCY_PARTITION, IdempotencyInProgressError
 from initiator.publishing import STEPS, FaultHook, sweep_orphans
 from initiator.publishing import publisher as publisher_module
 from shared import meter
@@ -196,3 +197,50 @@ def test_a_long_upload_keeps_its_record_alive_for_the_sweeper(
     found = services.records.find(batch_id)
     assert found is not None
     assert found.record.last_seen() > found.record.received_at
+
+
+def _silence(services: Services, batch_id: str, seconds: float) -> None:
+    """Make a record look as if its intake had not been heard of for ``seconds``."""
+    found = services.records.find(batch_id)
+    assert found is not None
+    then = found.record.last_seen() - timedelta(seconds=seconds)
+    services.records.save(found, found.record.model_copy(update={"updated_at": then}))
+
+
+def test_a_retry_on_the_key_of_a_dead_intake_is_a_new_batch_once_the_intake_is_stale(
+    open_services_for: ServicesFactory, settings: Settings
+) -> None:
+    """No lock-out: a key whose intake died is refused (409) only while the intake could
+    still be alive, then freed by the retry itself, without waiting for a sweep."""
+    crash = fail_at("record_accepting", SimulatedCrashError("record_accepting"))
+    orphan = _crash(open_services_for(settings, crash), "record_accepting")
+    services = open_services_for(settings)
+
+    with pytest.raises(IdempotencyInProgressError):
+        services.acceptance.accept(BytesBody(BODY), _request())
+    _silence(services, orphan, settings.orphan_age_seconds + 1)
+    retry = services.acceptance.accept(BytesBody(BODY), _request())
+
+    assert not retry.replayed
+    assert retry.record.status is BatchStatus.ACCEPTED
+    assert _rows(services, BATCH_PARTITION) == [retry.record.batch_id]
+    assert services.records.find(orphan) is None
+
+
+def test_a_running_initiator_sweeps_orphans_without_a_restart(
+    open_services_for: ServicesFactory, settings: Settings
+) -> None:
+    running = open_services_for(settings.model_copy(update={"orphan_sweep_seconds": 0.05}))
+    crash = fail_at("record_accepting", SimulatedCrashError("record_accepting"))
+    orphan = _crash(open_services_for(settings, crash), "record_accepting")
+    time.sleep(0.2)  # a few sweeps: a live-looking intake is left alone
+    assert running.records.find(orphan) is not None
+
+    _silence(running, orphan, settings.orphan_age_seconds + 1)
+
+    deadline = time.monotonic() + 30
+    while running.records.find(orphan) is not None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert running.records.find(orphan) is None
+    assert _rows(running, IDEMPOTENCY_PARTITION) == []
+    assert _payload_blobs(running) == []
