@@ -13,6 +13,10 @@ conditional statement::
     UPDATE batches SET status = 'completed', completed_at = …, warehouse_… = …, reconciled = …
     WHERE batch_id = ? AND status IN ('accepted', 'processing')
 
+A batch closed ``failed`` reopens only one way: when its poisoned chunks are redriven
+(``billing poison redrive``) and applied, the tally finds every chunk applied and the row
+moves ``failed`` → ``completed`` by the same kind of conditional update.
+
 Two controllers that tally the last chunk at the same moment both try; the database lets
 exactly one update match (``rowcount == 1``), and only that one logs the outcome. A crash
 between the reconciliation and the update changes nothing: the next tally closes it.
@@ -31,7 +35,20 @@ from controller.failed_chunks import FailedChunks
 from controller.reconciliation import Reconciliation, reconcile
 from controller.warehouse.models import AppliedChunk, Batch
 
+#: The statuses a close may move a row from, by the status the tally saw. A row seen
+#: ``failed`` is only re-closed (as completed, once its poisoned chunks were redriven and
+#: applied) if it is still ``failed``: the one conditional update is still the arbiter.
+_CLOSABLE: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(OPEN_STATUSES, OPEN_STATUSES),
+    "failed": ("failed",),
+}
+
 log = logging.getLogger(__name__)
+
+
+def _recovered(row: BatchRow, tally: ChunkTally) -> bool:
+    """A batch closed as failed whose every chunk is applied now (a redrive)."""
+    return row.status == "failed" and not tally.failed
 
 
 @dataclass(frozen=True)
@@ -101,7 +118,7 @@ class BatchCompletion:
         if row is None:
             return None
         tally = self.tally(batch_id, row.chunks)
-        if row.closed or not tally.complete:
+        if not tally.complete or (row.closed and not _recovered(row, tally)):
             return Settlement(batch_id, tally, row)
         reconciliation = reconcile(self._engine, batch_id, row.control)
         if not self._close(row, tally, reconciliation):
@@ -117,7 +134,7 @@ class BatchCompletion:
         totals = reconciliation.warehouse
         statement = (
             update(Batch)
-            .where(Batch.batch_id == row.batch_id, Batch.status.in_(OPEN_STATUSES))
+            .where(Batch.batch_id == row.batch_id, Batch.status.in_(_CLOSABLE[row.status]))
             .values(
                 status="failed" if tally.failed else "completed",
                 completed_at=datetime.now(UTC),

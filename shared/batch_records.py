@@ -108,9 +108,9 @@ class BatchRecord(BaseModel):
                 properties[f"{prefix}transactions"] = totals.transactions
                 properties[f"{prefix}quantity"] = totals.quantity
                 properties[f"{prefix}id_checksum"] = str(totals.id_checksum)
-        if self.failed_chunks:
-            # A table property holds no list: the numbers as one comma-separated string.
-            properties["failed_chunks"] = ",".join(map(str, self.failed_chunks))
+        # A table property holds no list: the numbers as one comma-separated string, written
+        # even when empty, since updates merge and must clear a redriven batch's old list.
+        properties["failed_chunks"] = ",".join(map(str, self.failed_chunks))
         return properties
 
     @classmethod

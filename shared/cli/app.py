@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import batches, bench, demo, operate, reports, roles
+from shared.cli import batches, bench, demo, operate, poison, reports, roles
 
 app = typer.Typer(
     name="billing",
@@ -15,6 +15,7 @@ app = typer.Typer(
 roles.register(app)
 batches.register(app)
 operate.register(app)
+poison.register(app)
 demo.register(app)
 reports.register(app)
 bench.register(app)

@@ -53,13 +53,15 @@ class RunningPipeline:
         accepted: dict[str, Any] = response.json()
         return accepted
 
-    def wait_until_closed(self, batch_id: str, timeout: float = 60.0) -> dict[str, Any]:
-        """Poll ``GET /batches/{id}`` until the batch is completed or failed."""
+    def wait_until_closed(
+        self, batch_id: str, timeout: float = 60.0, closed: tuple[str, ...] = CLOSED
+    ) -> dict[str, Any]:
+        """Poll ``GET /batches/{id}`` until the batch is in one of the ``closed`` statuses."""
         deadline = time.monotonic() + timeout
         status: dict[str, Any] = {}
         while time.monotonic() < deadline:
             status = self.client.get(f"/batches/{batch_id}").raise_for_status().json()
-            if status["status"] in CLOSED:
+            if status["status"] in closed:
                 return status
             time.sleep(0.1)
         raise AssertionError(f"batch {batch_id} not closed within {timeout:.0f} s: {status}")
