@@ -71,14 +71,15 @@ class RatingStep:
         # chunk after the first (bounded: the oldest are forgotten first).
         self._accepted: OrderedDict[str, None] = OrderedDict()
 
-    def handle(self, text: str, dequeue_count: int = 1) -> None:
+    def handle(self, text: str, dequeue_count: int = 1) -> int:
+        """Rate the work item ``text``; returns how many transactions it rated (0: dropped)."""
         item = WorkItem.from_text(text)
         state = self._state(item.batch_id)
         if state == "gone":
             # Never accepted (the initiator crashed mid-way and the sweeper removed it):
             # dropping the item is correct, there is nothing to rate.
             log.warning("dropping chunk %s/%d: batch was never accepted", item.batch_id, item.chunk)
-            return
+            return 0
         if state == "pending":
             # Intake enqueues before it marks the batch accepted (its crash-safe order), so a
             # busy processor can see an item a moment early.
@@ -86,6 +87,7 @@ class RatingStep:
                 f"batch {item.batch_id} is not accepted yet", delay=growing_delay(dequeue_count)
             )
         self._output.send(self.rate(item).to_text())
+        return item.transactions
 
     def _state(self, batch_id: str) -> BatchState:
         if batch_id in self._accepted:

@@ -26,7 +26,9 @@ deployment or process group (:func:`shared.provision.ensure_resources`).
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -43,6 +45,7 @@ from processor.trigger_subscriber import (
     fans_out,
     subscription_specs,
 )
+from shared import meter
 from shared.batch_records import BatchRecords
 from shared.bus.ports import TriggerBus
 from shared.listener import (
@@ -158,8 +161,11 @@ class ProcessorWorker:
             instance_id=self.instance_id,
             busy_interval=heartbeat_busy_seconds,
             idle_interval=heartbeat_idle_seconds,
+            extra=self._heartbeat_figures,
         )
         self._started_at: datetime | None = None
+        self._rated_lock = threading.Lock()
+        self._rated_transactions = 0
 
     def start(self) -> None:
         """Subscribe first, then read the gate: a release broadcast in between is not missed."""
@@ -203,7 +209,20 @@ class ProcessorWorker:
 
     # --- wiring ---------------------------------------------------------------------------
     def _handle(self, lease: Lease) -> None:
-        self.step.handle(lease.content, lease.dequeue_count)
+        rated = self.step.handle(lease.content, lease.dequeue_count)
+        with self._rated_lock:
+            self._rated_transactions += rated
+
+    def _heartbeat_figures(self) -> dict[str, Any]:
+        """What the dashboard's throughput and request charts need beyond the listener's
+        state: transactions rated, and this process's storage requests by kind (a process
+        may hold several instances; readers count each process once, by host and pid)."""
+        with self._rated_lock:
+            rated = self._rated_transactions
+        return {
+            "rated_transactions": rated,
+            "storage_requests": json.dumps(meter.snapshot(), sort_keys=True),
+        }
 
     def _on_trigger(self, event: TriggerEvent) -> None:
         started = self.listener.on_work_detected()

@@ -98,6 +98,10 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
         messages = source.queue.receive(ctx.batch_size, ctx.visibility_timeout)
         if not messages:
             ctx.planner.mark_empty(source)
+            # An empty receive is the freshest reading of the queue's depth there is: without
+            # it the depth queried when the work arrived would be reported until the next
+            # depth query, long after the queue drained.
+            ctx.state.set_depths({source.name: 0})
             continue
         ctx.state.received(len(messages))
         leases = [Lease(message, source, requested_at) for message in messages]

@@ -5,7 +5,10 @@ Each instance upserts one entity (partition = role, row = instance id) holding i
 ``busy_interval`` seconds while the listener is working, at most every ``idle_interval``
 while it is idle — so an idle instance costs about one table write a minute. A reader
 treats an entity older than a couple of idle intervals, or with ``status == "stopped"``,
-as gone. Each write is also logged, which gives the periodic state log for free.
+as gone. A change of the thread count or of the queue depth is written early (at most
+once per ``prompt_interval``), so that readers see threads scale and queues drain as they
+happen, not a minute later. Each write is also logged, which gives the periodic state log
+for free.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,18 +47,24 @@ class Heartbeat:
         instance_id: str | None = None,
         busy_interval: float = 10.0,
         idle_interval: float = 60.0,
+        prompt_interval: float = 1.0,
+        extra: Callable[[], Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``extra`` adds the owner's own figures (table property values) to every entity."""
         self.table = table
         self.role = role
         self.instance_id = instance_id or new_instance_id()
         self._state = state
         self._busy_interval = busy_interval
         self._idle_interval = idle_interval
+        self._prompt_interval = prompt_interval
+        self._extra = extra
         self._clock = clock
         self._started_at = datetime.now(UTC)
         self._last_write: float | None = None
         self._last_progress: tuple[int, int, int] | None = None
+        self._last_shape: tuple[int, int, int] | None = None  # threads, total, depth
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{role}", daemon=True)
 
@@ -76,6 +85,8 @@ class Heartbeat:
         progress = (snapshot.handled, snapshot.errors, snapshot.poisoned)
         busy = snapshot.in_flight > 0 or progress != self._last_progress
         interval = self._busy_interval if busy else self._idle_interval
+        if _shape(snapshot) != self._last_shape:
+            interval = min(interval, self._prompt_interval)
         now = self._clock()
         if self._last_write is not None and now - self._last_write < interval:
             return False
@@ -107,6 +118,8 @@ class Heartbeat:
             properties["last_latency_ms"] = snapshot.last_latency_ms
         if snapshot.p95_latency_ms is not None:
             properties["p95_latency_ms"] = snapshot.p95_latency_ms
+        if self._extra is not None:
+            properties.update(self._extra())
         return Entity(partition_key=self.role, row_key=self.instance_id, properties=properties)
 
     def _write(self, snapshot: ListenerSnapshot, status: str) -> bool:
@@ -116,6 +129,7 @@ class Heartbeat:
             log.warning("heartbeat of %s failed", self.instance_id, exc_info=True)
             return False
         self._last_write = self._clock()
+        self._last_shape = _shape(snapshot)
         log.info(
             "%s %s: %d threads, depth %d, handled %d, errors %d, poisoned %d, p95 %s ms",
             self.role,
@@ -132,5 +146,11 @@ class Heartbeat:
     def _run(self) -> None:
         self.beat_if_due()
         # Checking is free (no request); only writes cost. Check often enough for busy beats.
-        while not self._stopping.wait(min(self._busy_interval, self._idle_interval)):
+        check_every = min(self._busy_interval, self._idle_interval, self._prompt_interval)
+        while not self._stopping.wait(check_every):
             self.beat_if_due()
+
+
+def _shape(snapshot: ListenerSnapshot) -> tuple[int, int, int]:
+    """What a reader should see change at once: the threads and the depth."""
+    return (snapshot.active_threads, snapshot.total_threads, snapshot.queue_depth)
