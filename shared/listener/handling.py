@@ -24,8 +24,9 @@ from shared.listener.state import ListenerState
 log = logging.getLogger(__name__)
 
 #: What the engine calls for each message. Raise to leave the message to reappear; return
-#: only once the message's effect is durable (the engine deletes it right after).
-Handler = Callable[[Lease], None]
+#: only once the message's effect is durable (the engine deletes it right after). What it
+#: returns is ignored.
+Handler = Callable[[Lease], object]
 
 
 class MessageHandling:
