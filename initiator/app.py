@@ -23,8 +23,18 @@ from initiator.errors import register_error_handlers
 from initiator.observability.http_metrics import HttpMetricsMiddleware
 from initiator.observability.readings import Readings
 from initiator.observability.registry import ApiMetrics
+from initiator.observability.start import start_sampler
 from initiator.publishing import FaultHook
-from initiator.routes import batches, control, dashboard, health, invoices, metrics, pricebook
+from initiator.routes import (
+    batches,
+    control,
+    dashboard,
+    health,
+    invoices,
+    live,
+    metrics,
+    pricebook,
+)
 from shared import meter
 from shared.bus.ports import TriggerBus
 from shared.settings import Settings
@@ -48,6 +58,7 @@ def create_app(
         services = await anyio.to_thread.run_sync(opening)
         app.state.services = services
         app.state.readings = Readings(services)
+        app.state.sampled_queues, app.state.sampler = start_sampler(services, app.state.readings)
         # What start-up built lives as long as the app: kept out of the collector's sight,
         # full collections during a large intake stay cheap (measured: 15-20 % of the
         # accept time of a 200,000-line batch without this).
@@ -56,6 +67,7 @@ def create_app(
         try:
             yield
         finally:
+            await anyio.to_thread.run_sync(app.state.sampler.stop)
             await anyio.to_thread.run_sync(services.close)
             meter.export_now()
 
@@ -82,6 +94,7 @@ def create_app(
     # The dashboard's page and its script are public (they hold no data); its data is not.
     app.include_router(dashboard.page_router)
     app.include_router(dashboard.data_router)
+    app.include_router(live.router)
     app.mount("/static", StaticFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])

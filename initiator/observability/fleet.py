@@ -9,9 +9,10 @@ idle instance is not mistaken for a dead one, and a crashed one drops out within
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from shared.storage.ports import Table
 
@@ -40,6 +41,17 @@ class ProcessorInstance(BaseModel):
     errors: int = 0
     poisoned: int = 0
     p95_latency_ms: float | None = Field(default=None, description="absent until measured")
+    rated_transactions: int = Field(default=0, description="transactions rated since it started")
+    storage_requests: dict[str, int] = Field(
+        default_factory=dict,
+        description="its process's storage requests by kind, since the process started",
+    )
+
+    @field_validator("storage_requests", mode="before")
+    @classmethod
+    def _from_json(cls, value: object) -> object:
+        # A table property holds no mapping: the heartbeat stores the counts as JSON text.
+        return json.loads(value) if isinstance(value, str) else value
 
 
 def read_live_processors(

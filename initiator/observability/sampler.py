@@ -1,0 +1,180 @@
+"""The one sampler behind the dashboard's charts: a thread in the initiator.
+
+Every :data:`SAMPLE_SECONDS` it queries the depth of every queue (one request each, a few
+at a time), takes the processors and batches from the shared cached readings, computes the
+rates and appends a :class:`~initiator.observability.history.Sample` to the ring. It does
+so only while someone watches — a poll of the live endpoint in the last
+:data:`WATCH_SECONDS` — so the storage requests are one sampler's worth however many
+dashboards and ``billing top`` are open, and none when nobody looks. The history therefore
+covers the time someone was watching, up to the ring's window.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from initiator.observability.batches import BatchOverview
+from initiator.observability.fleet import ProcessorInstance
+from initiator.observability.history import WINDOW_SECONDS, HistoryRing, ProcessorThreads, Sample
+from initiator.observability.rates import (
+    AppliedRate,
+    CostEstimate,
+    RatedRate,
+    RequestRate,
+    no_prices,
+)
+from initiator.observability.readings import Readings
+from shared import meter
+from shared.storage.ports import Queue
+
+log = logging.getLogger(__name__)
+
+#: Seconds between samples while watched (the page polls every second).
+SAMPLE_SECONDS = 2.0
+#: Sampling goes on this long after the last poll.
+WATCH_SECONDS = 60.0
+#: Depth queries in flight at once (each is one request; Azure answers in tens of ms).
+DEPTH_QUERIES_IN_FLIGHT = 8
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The latest sample and the batches and processors read with it."""
+
+    sample: Sample
+    batches: BatchOverview
+    processors: list[ProcessorInstance]
+
+
+class Sampler:
+    def __init__(
+        self,
+        queues: list[Queue],
+        readings: Readings,
+        *,
+        interval: float = SAMPLE_SECONDS,
+        watch_seconds: float = WATCH_SECONDS,
+        window_seconds: float = WINDOW_SECONDS,
+        cost: CostEstimate = no_prices,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.interval = interval
+        self.window_seconds = window_seconds
+        self.ring = HistoryRing(capacity=max(int(window_seconds / interval), 1))
+        self._queues = queues
+        self._readings = readings
+        self._watch_seconds = watch_seconds
+        self._cost = cost
+        self._clock = clock
+        self._rated = RatedRate()
+        self._applied = AppliedRate()
+        self._requests = RequestRate()
+        self._own_process = (socket.gethostname(), os.getpid())
+        self._watched_at: float | None = None
+        self._latest: Reading | None = None
+        self._lock = threading.Lock()
+        self._sampled = threading.Condition(self._lock)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._pool = ThreadPoolExecutor(DEPTH_QUERIES_IN_FLIGHT, "depth-query")
+        self._thread = threading.Thread(target=self._run, name="dashboard-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self._pool.shutdown(wait=True)
+
+    def watched(self, *, wait: float = 10.0) -> Reading | None:
+        """A viewer polls: keep sampling, and return the latest reading (waiting up to
+        ``wait`` seconds for the first one after an unwatched spell)."""
+        with self._lock:
+            idle = not self._is_watched()
+            self._watched_at = self._clock()
+        if idle:
+            self._wake.set()
+        with self._sampled:
+            self._sampled.wait_for(lambda: self._latest is not None, timeout=wait)
+            return self._latest
+
+    def sample_once(self) -> Reading:
+        """Take one sample now and append it (the thread's step; tests call it directly)."""
+        now = datetime.now(UTC)
+        counts = list(self._pool.map(_depth, self._queues))
+        depths = {q.name: n for q, n in zip(self._queues, counts, strict=True)}
+        batches = self._readings.batches()
+        processors = self._readings.processors()
+        requests = self._requests.update(self._request_counts(processors), now)
+        sample = Sample(
+            seq=self.ring.next_seq(),
+            taken_at=now,
+            queue_depths=depths,
+            processors=[
+                ProcessorThreads(
+                    instance=p.instance,
+                    active=p.active_threads,
+                    total=p.total_threads,
+                    queue_depth=p.queue_depth,
+                    beat_age_seconds=p.beat_age_seconds,
+                )
+                for p in processors
+            ],
+            rated_per_second=self._rated.update(processors, now),
+            applied_per_second=self._applied.update(batches.recent, now),
+            requests_per_minute=requests,
+            cost_per_minute=self._cost(requests),
+        )
+        self.ring.append(sample)
+        reading = Reading(sample, batches, processors)
+        with self._sampled:
+            self._latest = reading
+            self._sampled.notify_all()
+        return reading
+
+    def _request_counts(
+        self, processors: list[ProcessorInstance]
+    ) -> dict[Hashable, Mapping[str, int]]:
+        """This process's meter, and each other process's counts from its newest heartbeat
+        (several instances in one process share one meter: counted once)."""
+        counts: dict[Hashable, Mapping[str, int]] = {self._own_process: meter.snapshot()}
+        for processor in sorted(processors, key=lambda p: p.taken_at):
+            process = (processor.host, processor.pid)
+            if process != self._own_process and processor.storage_requests:
+                counts[process] = processor.storage_requests
+        return counts
+
+    def _is_watched(self) -> bool:
+        return (
+            self._watched_at is not None and self._clock() - self._watched_at <= self._watch_seconds
+        )
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            with self._lock:
+                watched = self._is_watched()
+            if not watched:
+                self._wake.wait()  # no viewer: no requests until one polls
+                self._wake.clear()
+                continue
+            started = self._clock()
+            try:
+                self.sample_once()
+            except Exception:  # storage down: the next sample tries again
+                log.warning("dashboard sample failed", exc_info=True)
+            self._stopping.wait(max(self.interval - (self._clock() - started), 0.0))
+
+
+def _depth(queue: Queue) -> int:
+    return queue.approximate_count()
