@@ -4,7 +4,8 @@ Each tracker is fed one reading per sample and answers a rate. They live in the 
 (:mod:`initiator.observability.sampler`), so they see every reading in order.
 
 * :class:`RatedRate`: transactions rated per second, from each processor's heartbeat
-  counter between its last two beats (a beat comes every few seconds while busy).
+  counter between its last two beats (a beat comes every few seconds while busy, and at
+  once when its threads change), shown for as long as the interval it was measured over.
 * :class:`AppliedRate`: transactions applied per second, from the batch records' chunk
   counts (the controller updates them after every chunk).
 * :class:`RequestRate`: storage requests per minute by kind, summed over processes; each
@@ -57,9 +58,12 @@ class RatedRate:
             if beat.taken_at != last.taken_at:
                 previous, last = last, beat
             self._beats[processor.instance] = (previous, last)
-            if previous is None or now - last.taken_at > RATE_FRESH_FOR:
+            if previous is None:
                 continue
             seconds = (last.taken_at - previous.taken_at).total_seconds()
+            # A rate measured over an interval is shown for about as long again, no longer.
+            if now - last.taken_at > min(last.taken_at - previous.taken_at, RATE_FRESH_FOR):
+                continue
             if seconds > 0 and last.rated >= previous.rated:
                 rate += (last.rated - previous.rated) / seconds
         for gone in set(self._beats) - seen:

@@ -1,11 +1,12 @@
-// The dashboard's script: asks for the API key once, then polls /dashboard/data.
+// The dashboard's script: asks for the API key once, then polls /dashboard/live every second,
+// asking only for the samples it does not have yet (live.js keeps and draws them).
 //
 // The key stays in sessionStorage (this tab only) and travels as a Bearer header. Every
 // value from the server is written with textContent, never as HTML.
 "use strict";
 
 const KEY_STORAGE = "billing.apiKey";
-const REFRESH_MS = 2000;
+const REFRESH_MS = 1000;
 // An HTTP header carries visible ASCII only; a pasted key with a space or a newline is a typo.
 const KEY_PATTERN = /^[\x21-\x7e]+$/;
 
@@ -44,7 +45,7 @@ async function refresh() {
   }
   let response;
   try {
-    response = await fetch("/dashboard/data", {
+    response = await fetch(`/dashboard/live?after=${window.BillingLive.lastSeq()}`, {
       headers: { Authorization: `Bearer ${key}` },
       cache: "no-store",
     });
@@ -82,10 +83,12 @@ function scheduleRefresh() {
 
 function render(data) {
   element("updated").textContent =
-    `updated ${new Date(data.generated_at).toLocaleTimeString()} · refreshes every 2 s`;
+    `updated ${new Date(data.generated_at).toLocaleTimeString()} · ` +
+    `reading ${data.age_seconds.toFixed(1)} s old · refreshes every second`;
   renderCounts(data.batch_counts);
-  renderRows("batches", "no-batches", data.batches, batchCells, (batch) => batch.batch_id);
+  renderRows("batches", "no-batches", data.batches, batchCells, (p) => p.batch.batch_id);
   renderRows("processors", "no-processors", data.processors, processorCells, (p) => p.instance);
+  window.BillingLive.absorb(data);
 }
 
 function renderCounts(counts) {
@@ -122,19 +125,44 @@ function cell(text, className) {
   return td;
 }
 
-function batchCells(batch) {
+function batchCells(progress) {
+  const batch = progress.batch;
   const chunks = batch.chunks;
-  const seconds = batch.timings.end_to_end_seconds;
+  const closed = batch.timings.end_to_end_seconds !== null;
+  const perSecond = progress.transactions_per_second;
   return [
     cell(batch.batch_id, "id"),
     cell(new Date(batch.timings.received_at).toLocaleTimeString()),
     cell(batch.priority),
     cell(batch.status, `status status-${batch.status}`),
-    cell(`${chunks.applied} / ${chunks.failed} / ${chunks.total}`, "number"),
+    chunksCell(chunks),
     cell(batch.transactions.toLocaleString(), "number"),
     reconciledCell(batch.reconciled),
-    cell(seconds === null ? "—" : `${seconds.toFixed(1)} s`, "number"),
+    cell(`${progress.elapsed_seconds.toFixed(1)} s${closed ? "" : " so far"}`, "number"),
+    cell(perSecond === null ? "—" : Math.round(perSecond).toLocaleString(), "number"),
   ];
+}
+
+// The counts as text, and a bar: applied and failed chunks out of the batch's total.
+function chunksCell(chunks) {
+  const td = document.createElement("td");
+  td.className = "number chunks";
+  const text = document.createElement("span");
+  text.textContent = `${chunks.applied} / ${chunks.failed} / ${chunks.total}`;
+  const bar = document.createElement("div");
+  bar.className = "progress";
+  bar.setAttribute("role", "progressbar");
+  bar.setAttribute("aria-valuemin", "0");
+  bar.setAttribute("aria-valuemax", String(chunks.total));
+  bar.setAttribute("aria-valuenow", String(chunks.applied + chunks.failed));
+  for (const kind of ["applied", "failed"]) {
+    const part = document.createElement("div");
+    part.className = kind;
+    part.style.width = `${chunks.total ? (100 * chunks[kind]) / chunks.total : 0}%`;
+    bar.append(part);
+  }
+  td.append(text, bar);
+  return td;
 }
 
 function reconciledCell(reconciled) {

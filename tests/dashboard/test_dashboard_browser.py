@@ -191,13 +191,13 @@ def test_an_unavailable_initiator_shows_a_retrying_message_then_recovers(
 ) -> None:
     page = browser.new_page()
     # The browser answers the data requests itself, as an initiator whose storage is down.
-    page.route("**/dashboard/data", lambda route: route.fulfill(status=503, body="{}"))
+    page.route("**/dashboard/live*", lambda route: route.fulfill(status=503, body="{}"))
     page.goto(served)
     sign_in(page, API_KEY)
     error = page.locator("#fetch-error")
     expect(error).to_contain_text("The initiator answered 503; retrying.")
     expect(page.locator("#sign-in")).to_be_hidden()  # not a key problem: no new prompt
 
-    page.unroute("**/dashboard/data")
+    page.unroute("**/dashboard/live*")
     expect(error).to_be_hidden(timeout=APPEAR_MS)
     expect(page.locator("#batch-counts li")).to_have_count(7)  # one per batch status

@@ -46,6 +46,15 @@ def test_rated_rate_is_the_change_between_an_instances_last_two_beats() -> None:
     assert rate.update(both, later) == 0
 
 
+def test_a_rate_is_shown_for_as_long_as_the_interval_it_was_measured_over() -> None:
+    rate = RatedRate()
+    rate.update([beat("a", 0, 0)], T0)
+    # 3,000 transactions rated between beats 3 s apart: 1,000 a second, for 3 s after.
+    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=4)) == 1000
+    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=6)) == 1000
+    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=6.5)) == 0
+
+
 def view(batch_id: str, transactions: int, chunks: int, applied: int) -> BatchStatusView:
     return BatchStatusView.of(
         BatchRecord(

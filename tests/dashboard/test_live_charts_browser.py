@@ -1,0 +1,190 @@
+"""The live charts in a real headless Chromium, while a batch large enough to watch runs.
+
+An all-in-one deployment of its own (uvicorn, a processor and a controller in one process,
+embedded storage, SQLite), with a scaling rule that adds dequeue threads as the queues fill.
+The page is open before the batch is submitted, so its charts see the depth rise and fall
+and the threads come and go; then what the page shows is compared with ``GET
+/dashboard/live``. The screenshot goes to ``$BILLING_DASHBOARD_SCREENSHOT`` with the stem
+``-live`` added (default ``/tmp/dashboard-live.png``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pydantic import SecretStr
+
+from shared.all_in_one import AllInOne
+from shared.demo.cluster import free_port
+from shared.settings import Settings
+from tests.api.batch_files import csv_file, rows
+from tests.dashboard.test_dashboard_browser import (
+    SCREENSHOT,
+    browser,  # noqa: F401  (a fixture)
+    require_chromium,
+    sign_in,
+)
+from tests.support.names import unique_name
+
+with contextlib.suppress(ImportError):  # without the dev extra, require_chromium decides
+    from playwright.sync_api import BrowserContext, Page, expect
+
+API_KEY = "live-charts-test-key"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+APPEAR_MS = 30_000
+#: Enough chunks for several seconds of work and a scaling rule that reaches 3 threads.
+TRANSACTIONS = 40_000
+CHUNK_SIZE = 100
+COMPLETE_MS = 180_000
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    require_chromium()
+    folder = tmp_path_factory.mktemp("live-deployment")
+    token = unique_name("l")[:11]
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        data_dir=folder / "billing",
+        api_keys=[SecretStr(API_KEY)],
+        chunk_size=CHUNK_SIZE,
+        partitions=2,
+        scaling_rule="0:1,40:2,150:3",
+        max_dequeue_threads=3,
+        work_queue_prefix=f"w{token}",
+        output_queue=f"o{token}",
+        payload_container=f"p{token}",
+        results_container=f"r{token}",
+        control_container=f"c{token}",
+        batches_table=f"batches{token}",
+        chunks_table=f"chunks{token}",
+        heartbeats_table=f"hb{token}",
+        trigger_topic=f"trig{token}",
+        backoff_max_idle_ms=300,
+        warehouse_url=f"sqlite:///{folder / 'warehouse.sqlite3'}",
+    )
+    port = free_port()
+    server = AllInOne(settings, host="127.0.0.1", port=port)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+def polyline(page: Page, chart: str, series: str) -> dict[str, float]:
+    """The figures a chart's line carries (data-count, -first, -max, -last)."""
+    found: dict[str, float] | None = page.evaluate(
+        """([chart, series]) => {
+            const line = [...document.querySelectorAll(`#${chart} polyline`)]
+                .find((l) => l.dataset.series === series);
+            if (!line || line.dataset.count === "0") return null;
+            const d = line.dataset;
+            return {count: +d.count, first: +d.first, max: +d.max, last: +d.last};
+        }""",
+        [chart, series],
+    )
+    assert found is not None, f"no points for {series!r} in #{chart}"
+    return found
+
+
+def control(base_url: str, action: str) -> None:
+    response = httpx.post(f"{base_url}/control/{action}", headers=AUTH, timeout=30)
+    assert response.status_code == 200, response.text
+
+
+def api_live(base_url: str) -> dict[str, Any]:
+    response = httpx.get(f"{base_url}/dashboard/live", headers=AUTH, timeout=30)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
+    served: str,
+    browser: BrowserContext,  # noqa: F811
+) -> None:
+    page = browser.new_page()
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(served)
+    sign_in(page, API_KEY)
+    expect(page.locator("#board")).to_be_visible()
+    # The sampler has started: the charts draw from the first samples on.
+    expect(page.locator("#chart-depth-normal polyline")).to_have_count(2)
+
+    # The release gate held: the batch waits on its queues, so the charts see the depth rise
+    # whatever the machine's speed; released, the processor scales up and drains them.
+    control(served, "hold")
+    response = httpx.post(
+        f"{served}/batches",
+        content=csv_file(rows(TRANSACTIONS)),
+        headers={**AUTH, "Content-Type": "text/csv"},
+        timeout=120,
+    )
+    assert response.status_code == 202, response.text
+    batch_id = response.json()["batch_id"]
+    chunks = response.json()["chunks"]
+    page.wait_for_function(
+        """(chunks) => [...document.querySelectorAll('#chart-depth-normal polyline')]
+                 .reduce((sum, l) => sum + Number(l.dataset.last || 0), 0) === chunks""",
+        arg=chunks,
+        timeout=APPEAR_MS,
+    )
+    started = time.monotonic()
+    control(served, "release")
+    row = page.locator(f'#batches tbody tr[data-key="{batch_id}"]')
+    expect(row.locator("td.status")).to_have_text("completed", timeout=COMPLETE_MS)
+    elapsed = time.monotonic() - started
+    print(f"{TRANSACTIONS:,} transactions completed {elapsed:.1f} s after the release")
+
+    # The depth rose while the batch was held, and is back to zero.
+    partitions = [polyline(page, "chart-depth-normal", f"partition {n}") for n in (0, 1)]
+    assert sum(p["max"] for p in partitions) == chunks
+    assert all(p["first"] == 0 for p in partitions)
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('#chart-depth-normal polyline')]
+                 .every((l) => l.dataset.last === "0")"""
+    )
+    # The results queue filled between the processor and the controller.
+    assert polyline(page, "chart-depth-other", "results")["count"] >= 2
+
+    # The processor's dequeue threads rose with the depth (the rule gives up to 3).
+    instance = page.locator("#processors tbody tr").first.get_attribute("data-key")
+    threads = polyline(page, "chart-threads", f"{instance} active")
+    assert threads["max"] > threads["first"]
+    assert threads["max"] >= 2
+    applied = polyline(page, "chart-throughput", "applied")
+    assert applied["max"] > 0
+
+    # What the page shows is what the API says.
+    cells = row.locator("td")
+    expect(cells.nth(4)).to_have_text(f"{chunks} / 0 / {chunks}")
+    expect(cells.nth(5)).to_have_text(f"{TRANSACTIONS:,}")
+    expect(cells.nth(6)).to_have_text("yes")
+    bar = row.locator('[role="progressbar"]')
+    assert bar.get_attribute("aria-valuenow") == str(chunks)
+    view = api_live(served)
+    [progress] = [b for b in view["batches"] if b["batch"]["batch_id"] == batch_id]
+    assert progress["batch"]["chunks"]["applied"] == chunks
+    expect(cells.nth(8)).to_have_text(f"{round(progress['transactions_per_second']):,}")
+    expect(cells.nth(7)).to_have_text(f"{progress['elapsed_seconds']:.1f} s")
+    page_samples: list[dict[str, Any]] = page.evaluate("window.BillingLive.samples")
+    api_samples = {sample["seq"]: sample for sample in view["samples"]}
+    compared = [s for s in page_samples if s["seq"] in api_samples]
+    assert len(compared) >= 5
+    for sample in compared:
+        expected = api_samples[sample["seq"]]
+        assert sample["queue_depths"] == expected["queue_depths"]
+        assert sample["processors"] == expected["processors"]
+
+    page.screenshot(path=str(screenshot_path()), full_page=True)
+
+
+def screenshot_path() -> Path:
+    return SCREENSHOT.with_stem(f"{SCREENSHOT.stem}-live")
