@@ -10,7 +10,9 @@ from typing import Any
 
 import httpx
 import typer
+from rich.console import Console
 
+from shared.cli.progress import counted, follow_batch, upload_progress
 from shared.pricebook import PricebookError
 from shared.pricebook_store import NoPricebookError, PricebookStore
 from shared.sample_batches import BatchFileFormat, write_batch_file
@@ -53,6 +55,12 @@ def submit(
         None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
     ),
     idempotency_key: str | None = typer.Option(None, help="Send this Idempotency-Key."),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="Show the upload and the processing with progress bars, then the reconciliation; "
+        "exit 1 unless the batch completes reconciled.",
+    ),
 ) -> None:
     """Stream a batch file to the initiator and print the batch id."""
     if priority not in PRIORITIES:
@@ -60,27 +68,42 @@ def submit(
     settings = Settings()
     base_url = url or f"http://{settings.host}:{settings.port}"
     key = api_key or (settings.api_keys[0].get_secret_value() if settings.api_keys else None)
-    headers = _content_headers(file)
-    headers["Content-Length"] = str(file.stat().st_size)
-    if key:
-        headers["Authorization"] = f"Bearer {key}"
+    headers = _content_headers(file)  # the upload's own; the key goes on every request
+    size = file.stat().st_size
+    headers["Content-Length"] = str(size)
+    auth = {"Authorization": f"Bearer {key}"} if key else {}
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key
-    with httpx.Client(base_url=base_url, timeout=httpx.Timeout(30.0, read=None)) as client:
-        response = client.post(
-            "/batches", params={"priority": priority}, content=_blocks(file), headers=headers
-        )
-    body = _json(response)
-    if response.status_code in (200, 202):
+    console = Console(stderr=True)
+    with httpx.Client(
+        base_url=base_url, headers=auth, timeout=httpx.Timeout(30.0, read=None)
+    ) as client:
+        if wait:
+            with upload_progress(console) as bar:
+                response = _post(client, priority, counted(_blocks(file), bar, size), headers)
+        else:
+            response = _post(client, priority, _blocks(file), headers)
+        body = _json(response)
+        if response.status_code not in (200, 202):
+            _print_rejection(response.status_code, body)
+            raise typer.Exit(1)
         typer.echo(body["batch_id"])
         typer.echo(
             f"{body['transactions']:,} transactions in {body['chunks']} chunks, "
             f"{body['priority']} priority; status: {body['status_url']}",
             err=True,
         )
-        return
-    _print_rejection(response.status_code, body)
-    raise typer.Exit(1)
+        if not wait:
+            return
+        final = follow_batch(client, body["batch_id"], console)
+    if final["status"] != "completed" or final.get("reconciled") is not True:
+        raise typer.Exit(1)
+
+
+def _post(
+    client: httpx.Client, priority: str, content: Iterator[bytes], headers: dict[str, str]
+) -> httpx.Response:
+    return client.post("/batches", params={"priority": priority}, content=content, headers=headers)
 
 
 @pricebook_app.command("upload")

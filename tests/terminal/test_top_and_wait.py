@@ -1,0 +1,178 @@
+"""``billing top`` and ``billing submit --wait`` in a pseudo-terminal, as a person runs them.
+
+Against two deployments, each started as an operator would: the three roles as separate
+processes (``billing initiator``, ``billing processor --processes 1``, ``billing
+controller``), and ``billing serve --all-in-one``. Embedded storage, a SQLite warehouse.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from shared.demo.cluster import Cluster, free_port
+from shared.sample_batches import write_batch_file
+from tests.support.deployment_settings import billing_environment, deployment_values
+from tests.terminal.terminal import Terminal
+
+BILLING = [sys.executable, "-m", "shared.cli"]
+TRANSACTIONS = 20_000
+CHUNK_SIZE = 100
+CHUNKS = TRANSACTIONS // CHUNK_SIZE
+DRAW_SECONDS = 30.0
+COMPLETE_SECONDS = 180.0
+
+
+@dataclass(frozen=True)
+class Deployment:
+    base_url: str
+    api_key: str
+    env: dict[str, str]
+    folder: Path
+
+    def command(self, *args: str) -> list[str]:
+        return [*BILLING, *args, "--url", self.base_url, "--api-key", self.api_key]
+
+
+@pytest.fixture(scope="module", params=["roles", "all-in-one"])
+def deployment(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Deployment]:
+    folder = tmp_path_factory.mktemp(f"terminal-{request.param}")
+    port, key = free_port(), secrets.token_urlsafe(16)
+    values = deployment_values(
+        folder,
+        warehouse_url=f"sqlite:///{folder / 'warehouse.sqlite3'}",
+        api_keys=key,
+        port=port,
+        chunk_size=CHUNK_SIZE,
+        partitions=2,
+        scaling_rule="0:1,40:2,150:3",
+        max_dequeue_threads=3,
+        backoff_max_idle_ms=300,
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
+    env |= billing_environment(values)
+    cluster = Cluster(env=env, logs=folder / "logs")
+    try:
+        if request.param == "roles":
+            cluster.start("controller")
+            cluster.start("processor", "--processes", "1")
+            cluster.start("initiator")
+        else:
+            cluster.start("serve", "--all-in-one")
+        base_url = f"http://127.0.0.1:{port}"
+        cluster.wait_healthy(base_url)
+        yield Deployment(base_url, key, env, folder)
+    finally:
+        cluster.stop()
+
+
+def latest_frame(text: str) -> str:
+    """What ``billing top`` drew last: from its last header on."""
+    return text[text.rfind("billing top") :]
+
+
+def test_submit_wait_shows_upload_and_processing_then_the_reconciliation(
+    deployment: Deployment,
+) -> None:
+    batch = deployment.folder / "wait.csv"
+    write_batch_file(batch, TRANSACTIONS, customers=200, seed=3, file_format="csv")
+    size = batch.stat().st_size
+    submit = Terminal(deployment.command("submit", str(batch), "--wait"), deployment.env)
+    try:
+        assert submit.wait(COMPLETE_SECONDS) == 0, submit.text()[-3000:]
+    finally:
+        submit.close()
+    text = submit.text()
+    assert re.search(rf"upload .*100% {size / 1e6:.1f}/{size / 1e6:.1f} MB", text), text[:2000]
+    assert f"{CHUNKS}/{CHUNKS} chunks" in text
+    assert "tx/s · completed" in text
+    assert re.search(r"reconciled\s*│\s*yes", text)
+    assert f"transactions (control / warehouse) │ {TRANSACTIONS:,} / {TRANSACTIONS:,}" in text
+    assert re.search(rf"throughput: [\d,]+ transactions/s end to end \({TRANSACTIONS:,} in ", text)
+
+
+def test_top_draws_queues_processors_and_batches_and_quits_on_q(deployment: Deployment) -> None:
+    top = Terminal(deployment.command("top"), deployment.env)
+    try:
+        host = socket.gethostname()
+        text = top.read_until(
+            lambda t: all(
+                word in latest_frame(t) for word in ("Queue depth", "normal", "Processors", host)
+            ),
+            DRAW_SECONDS,
+            "the queue and processor tables with a live processor",
+        )
+        assert "\x1b[?1049h" in top.raw.decode(errors="replace")  # its own screen, like top(1)
+        frame = latest_frame(text)
+        assert re.search(r"normal\s+\d+\s+\d+\s+\d+", frame)  # two partitions and the total
+        assert "results" in frame
+        assert "poison (all)" in frame
+
+        batch = deployment.folder / "top.csv"
+        write_batch_file(batch, TRANSACTIONS, customers=200, seed=4, file_format="csv")
+        submit = Terminal(deployment.command("submit", str(batch)), deployment.env)
+        try:
+            assert submit.wait(60) == 0, submit.text()
+            batch_id = submit.text().split()[0]
+        finally:
+            submit.close()
+        top.read_until(
+            lambda t: (
+                batch_id in latest_frame(t)
+                and re.search(rf"completed\s+━+\s+{CHUNKS}/0/{CHUNKS}", latest_frame(t)) is not None
+            ),
+            COMPLETE_SECONDS,
+            f"batch {batch_id} completed with all its chunks",
+        )
+
+        top.send(b"q")
+        assert top.wait(10) == 0
+        assert "\x1b[?1049l" in top.raw.decode(errors="replace")  # the screen given back
+    finally:
+        top.close()
+
+
+def test_top_quits_on_ctrl_c(deployment: Deployment) -> None:
+    top = Terminal(deployment.command("top"), deployment.env)
+    try:
+        top.read_until(lambda t: "Processors" in t, DRAW_SECONDS, "the first view")
+        top.send(b"\x03")
+        assert top.wait(10) == 0, top.text()[-2000:]
+    finally:
+        top.close()
+
+
+def test_top_with_a_wrong_key_says_so_and_exits_1(deployment: Deployment) -> None:
+    args = [*BILLING, "top", "--url", deployment.base_url, "--api-key", "not-the-key"]
+    top = Terminal(args, deployment.env)
+    try:
+        assert top.wait(30) == 1
+    finally:
+        top.close()
+    assert "the API key was not accepted (401 Unauthorized): pass --api-key" in top.text()
+
+
+def test_top_once_prints_one_view_for_a_script(deployment: Deployment) -> None:
+    done = subprocess.run(
+        deployment.command("top", "--once"),
+        env=deployment.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Queue depth" in done.stdout
+    assert "\x1b[" not in done.stdout  # not a terminal: no live view, no colours
+    assert done.stdout.count("billing top") == 1
