@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import threading
+from functools import partial
 from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 from shared import meter
@@ -25,6 +28,12 @@ def demo(
     keep: Path | None = typer.Option(
         None, help="Keep data and role logs in this folder instead of a temporary one."
     ),
+    stay: bool = typer.Option(
+        False,
+        "--stay",
+        help="After the batch, keep the roles running until Ctrl-C: submit more batches "
+        "(billing submit --wait), watch them with billing top or the dashboard.",
+    ),
 ) -> None:
     """Run initiator, processors and controller as processes and push one batch through."""
     if backend not in ("embedded", "azurite"):
@@ -34,11 +43,35 @@ def demo(
         f"[bold]billing demo[/]: {transactions:,} transactions, {processes} processor "
         f"process(es), {chosen} backend"
     )
-    with console.status("running the pipeline…"):
-        result = run_demo(transactions=transactions, processes=processes, backend=chosen, keep=keep)
+    status = console.status("running the pipeline…")
+    with status:
+        result = run_demo(
+            transactions=transactions,
+            processes=processes,
+            backend=chosen,
+            keep=keep,
+            on_ready=_tell_how_to_watch,
+            linger=partial(_stay_until_interrupted, status) if stay else None,
+        )
     _report(result)
     if not result.reconciled:
         raise typer.Exit(1)
+
+
+def _tell_how_to_watch(base_url: str, api_key: str) -> None:
+    """The demo's initiator listens on a free port with a fresh key: say which."""
+    console.print(f"the initiator answers at {base_url} (API key [bold]{api_key}[/]); watch with")
+    console.print(f"  billing top --url {base_url} --api-key {api_key}")
+    console.print(f"  or open {base_url}/ in a browser")
+
+
+def _stay_until_interrupted(status: Status) -> None:
+    status.stop()
+    console.print("the batch is done; the roles keep running: Ctrl-C stops them and reports")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        console.print("stopping the roles…")
 
 
 def _report(result: DemoResult) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +69,14 @@ def run_demo(
     backend: Backend = "embedded",
     timeout: float = 300.0,
     keep: Path | None = None,
+    on_ready: Callable[[str, str], None] | None = None,
+    linger: Callable[[], None] | None = None,
 ) -> DemoResult:
-    """Run the pipeline end to end in a fresh data folder; raises if anything fails."""
+    """Run the pipeline end to end in a fresh data folder; raises if anything fails.
+
+    ``on_ready(base_url, api_key)`` is told where the initiator answers once it does (to
+    watch the run with ``billing top`` or the dashboard); ``linger()`` is called after the
+    batch, before the roles stop, and may keep them running as long as it likes."""
     with ExitStack() as stack:
         root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
         env = stack.enter_context(_backend_env(backend, root / "data"))
@@ -87,6 +93,8 @@ def run_demo(
         cluster.start("initiator")
         base_url = f"http://127.0.0.1:{port}"
         cluster.wait_healthy(base_url)
+        if on_ready is not None:
+            on_ready(base_url, key)
 
         batch_file = root / "batch.csv"
         write_batch_file(batch_file, transactions, customers=500, seed=7, file_format="csv")
@@ -100,6 +108,8 @@ def run_demo(
             status = _wait_until_done(client, cluster, batch_id, timeout)
             seconds = time.monotonic() - started
             invoices = _top_invoices(client, batch_id)
+        if linger is not None:
+            linger()
         cluster.stop()
         return DemoResult(
             batch_id=batch_id,

@@ -141,9 +141,14 @@ def test_the_demo_exits_non_zero_unless_the_batch_reconciled(
         billing, ["demo", "--transactions", "3", "--processes", "1"], terminal_width=120
     )
 
-    assert calls == [{"transactions": 3, "processes": 1, "backend": "embedded", "keep": None}], (
-        calls
-    )
+    [options] = calls
+    assert {name: options[name] for name in ("transactions", "processes", "backend", "keep")} == {
+        "transactions": 3,
+        "processes": 1,
+        "backend": "embedded",
+        "keep": None,
+    }
+    assert options["linger"] is None  # without --stay the roles stop after the batch
     assert outcome.exit_code == exit_code, outcome.output
     assert f"batch b-demo is {status}" in outcome.output
     assert verdict in outcome.output

@@ -1,0 +1,61 @@
+"""``billing demo --stay``: the demo says where its initiator answers, and keeps its roles
+running after its batch so that ``billing submit --wait`` and ``billing top`` work against
+it; Ctrl-C stops it with the report."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from shared.sample_batches import write_batch_file
+from tests.terminal.terminal import Terminal
+
+BILLING = [sys.executable, "-m", "shared.cli"]
+DEMO_TRANSACTIONS = 3_000
+TRANSACTIONS = 5_000
+
+
+def test_submit_wait_and_top_work_against_the_demo(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
+    demo = Terminal(
+        [*BILLING, "demo", "--transactions", str(DEMO_TRANSACTIONS), "--processes", "1", "--stay"],
+        env,
+        columns=200,
+    )
+    try:
+        text = demo.read_until(
+            lambda t: "Ctrl-C stops them" in t, 180, "the demo's batch done, roles kept running"
+        )
+        found = re.search(r"billing top --url (\S+) --api-key (\S+)", text)
+        assert found is not None, text
+        target = ["--url", found[1], "--api-key", found[2]]
+
+        batch = tmp_path / "more.csv"
+        write_batch_file(batch, TRANSACTIONS, customers=100, seed=5, file_format="csv")
+        submit = Terminal([*BILLING, "submit", str(batch), "--wait", *target], env)
+        try:
+            assert submit.wait(180) == 0, submit.text()[-3000:]
+        finally:
+            submit.close()
+        assert re.search(r"reconciled\s*│\s*yes", submit.text())
+
+        view = subprocess.run(
+            [*BILLING, "top", "--once", *target],
+            env={**env, "COLUMNS": "160"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert view.returncode == 0, view.stderr
+        batches = view.stdout[view.stdout.index("Batches") :]
+        assert len(re.findall(r"completed", batches)) == 2, view.stdout  # the demo's and ours
+
+        demo.send(b"\x03")
+        assert demo.wait(60) == 0, demo.text()[-3000:]
+        assert "result: reconciled" in demo.text()
+    finally:
+        demo.close()
