@@ -19,13 +19,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
-from shared.all_in_one import AllInOne
-from shared.demo.cluster import free_port
-from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
-from tests.support.names import unique_name
+from tests.dashboard.serving import all_in_one
 
 CHROMIUM = Path(os.environ.get("BILLING_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_FLAGS = [
@@ -69,33 +65,8 @@ def require_chromium() -> None:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The base URL of a running all-in-one deployment of its own."""
     require_chromium()  # before starting anything a skipped test would not use
-    folder = tmp_path_factory.mktemp("deployment")
-    token = unique_name("t")[:11]
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        data_dir=folder / "billing",
-        api_keys=[SecretStr(API_KEY)],
-        chunk_size=10,
-        partitions=2,
-        work_queue_prefix=f"w{token}",
-        output_queue=f"o{token}",
-        payload_container=f"p{token}",
-        results_container=f"r{token}",
-        control_container=f"c{token}",
-        batches_table=f"batches{token}",
-        chunks_table=f"chunks{token}",
-        heartbeats_table=f"hb{token}",
-        trigger_topic=f"trig{token}",
-        backoff_max_idle_ms=300,
-        warehouse_url=f"sqlite:///{folder / 'warehouse.sqlite3'}",
-    )
-    port = free_port()
-    server = AllInOne(settings, host="127.0.0.1", port=port)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    with all_in_one(tmp_path_factory.mktemp("deployment"), API_KEY, chunk_size=10) as url:
+        yield url
 
 
 @pytest.fixture

@@ -18,19 +18,15 @@ from typing import Any
 
 import httpx
 import pytest
-from pydantic import SecretStr
 
-from shared.all_in_one import AllInOne
-from shared.demo.cluster import free_port
-from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
+from tests.dashboard.serving import all_in_one
 from tests.dashboard.test_dashboard_browser import (
     SCREENSHOT,
     browser,  # noqa: F401  (a fixture)
     require_chromium,
     sign_in,
 )
-from tests.support.names import unique_name
 
 with contextlib.suppress(ImportError):  # without the dev extra, require_chromium decides
     from playwright.sync_api import BrowserContext, Page, expect
@@ -47,35 +43,14 @@ COMPLETE_MS = 180_000
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     require_chromium()
-    folder = tmp_path_factory.mktemp("live-deployment")
-    token = unique_name("l")[:11]
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        data_dir=folder / "billing",
-        api_keys=[SecretStr(API_KEY)],
+    with all_in_one(
+        tmp_path_factory.mktemp("live-deployment"),
+        API_KEY,
         chunk_size=CHUNK_SIZE,
-        partitions=2,
         scaling_rule="0:1,40:2,150:3",
         max_dequeue_threads=3,
-        work_queue_prefix=f"w{token}",
-        output_queue=f"o{token}",
-        payload_container=f"p{token}",
-        results_container=f"r{token}",
-        control_container=f"c{token}",
-        batches_table=f"batches{token}",
-        chunks_table=f"chunks{token}",
-        heartbeats_table=f"hb{token}",
-        trigger_topic=f"trig{token}",
-        backoff_max_idle_ms=300,
-        warehouse_url=f"sqlite:///{folder / 'warehouse.sqlite3'}",
-    )
-    port = free_port()
-    server = AllInOne(settings, host="127.0.0.1", port=port)
-    server.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.stop()
+    ) as url:
+        yield url
 
 
 def polyline(page: Page, chart: str, series: str) -> dict[str, float]:
