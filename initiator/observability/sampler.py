@@ -98,15 +98,19 @@ class Sampler:
         self._pool.shutdown(wait=True)
 
     def watched(self, *, wait: float = 10.0) -> Reading | None:
-        """A viewer polls: keep sampling, and return the latest reading (waiting up to
-        ``wait`` seconds for the first one after an unwatched spell)."""
+        """A viewer polls: keep sampling, and return the latest reading. After an unwatched
+        spell the last reading is old: wait up to ``wait`` seconds for a new one."""
         with self._lock:
             idle = not self._is_watched()
             self._watched_at = self._clock()
+            wanted = self.ring.next_seq() if idle else 0
         if idle:
             self._wake.set()
         with self._sampled:
-            self._sampled.wait_for(lambda: self._latest is not None, timeout=wait)
+            self._sampled.wait_for(
+                lambda: self._latest is not None and self._latest.sample.seq >= wanted,
+                timeout=wait,
+            )
             return self._latest
 
     def sample_once(self) -> Reading:

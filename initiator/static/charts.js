@@ -1,10 +1,11 @@
 // Small SVG line charts, drawn by hand: no library to vendor, no build step, works offline.
 //
-// drawLineChart(figure, {series, start, end, unit}) replaces the chart inside `figure` (a
-// <figure> with a <div class="plot"> and a <ul class="legend">). A series is
-// {label, color, dashed, points: [[timeMs, value], ...]}. Every <polyline> carries what a
-// test or a curious person wants without reading pixels: data-series, data-count,
-// data-first, data-max and data-last.
+// drawLineChart(figure, {series, start, end, unit, gapMs}) replaces the chart inside `figure`
+// (a <figure> with a <div class="plot"> and a <ul class="legend">). A series is
+// {label, color, dashed, points: [[timeMs, value], ...]}; two points further apart than
+// gapMs are not joined (nobody was watching in between: no line pretends to know). Every
+// <path class="series"> carries what a test or a curious person wants without reading
+// pixels: data-series, data-count, data-first, data-max and data-last.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -51,7 +52,17 @@ function formatSpan(seconds) {
   return seconds >= 120 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`;
 }
 
-function drawLineChart(figure, { series, start, end, unit }) {
+// "M x,y L x,y …", starting a new stroke after each gap.
+function pathData(points, x, y, gapMs) {
+  return points
+    .map(([time, value], index) => {
+      const joined = index > 0 && time - points[index - 1][0] <= gapMs;
+      return `${joined ? "L" : "M"}${x(time).toFixed(1)},${y(value).toFixed(1)}`;
+    })
+    .join(" ");
+}
+
+function drawLineChart(figure, { series, start, end, unit, gapMs = Infinity }) {
   const plotWidth = CHART_WIDTH - MARGIN.left - MARGIN.right;
   const plotHeight = CHART_HEIGHT - MARGIN.top - MARGIN.bottom;
   const span = Math.max(end - start, 1);
@@ -88,8 +99,9 @@ function drawLineChart(figure, { series, start, end, unit }) {
   series.forEach((line, index) => {
     const color = line.color || paletteColor(index);
     const values = line.points.map(([, value]) => value);
-    const polyline = svgElement("polyline", {
-      points: line.points.map(([time, value]) => `${x(time).toFixed(1)},${y(value).toFixed(1)}`).join(" "),
+    const path = svgElement("path", {
+      d: pathData(line.points, x, y, gapMs),
+      class: "series",
       fill: "none",
       stroke: color,
       "stroke-width": 2,
@@ -100,7 +112,7 @@ function drawLineChart(figure, { series, start, end, unit }) {
       "data-max": values.length ? Math.max(...values) : "",
       "data-last": values.length ? values[values.length - 1] : "",
     });
-    svg.append(polyline);
+    svg.append(path);
     const item = document.createElement("li");
     const swatch = document.createElement("span");
     swatch.className = line.dashed ? "swatch dashed" : "swatch";

@@ -7,6 +7,8 @@
 
 const MIN_SPAN_MS = 60_000; // a fresh history is drawn over at least a minute
 const MAX_REQUEST_KINDS = 8;
+// Samples further apart than this many intervals are not joined: the sampler slept between.
+const GAP_SAMPLES = 3;
 
 const live = {
   samples: [],
@@ -29,7 +31,8 @@ const live = {
     const windowStart = end - view.window_seconds * 1000;
     this.samples = this.samples.filter((sample) => sample.time >= windowStart);
     const start = Math.min(this.samples[0].time, end - MIN_SPAN_MS);
-    drawAll(this.samples, this.queues, { start, end }, view);
+    const gapMs = GAP_SAMPLES * view.sample_seconds * 1000;
+    drawAll(this.samples, this.queues, { start, end, gapMs }, view);
   },
 };
 

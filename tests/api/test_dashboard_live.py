@@ -136,3 +136,26 @@ async def test_live_is_in_the_openapi_document(api: Api) -> None:
     assert [p["name"] for p in operation["parameters"]] == ["after"]
     assert "LiveView" in document["components"]["schemas"]
     assert "Sample" in document["components"]["schemas"]
+
+
+async def test_after_an_unwatched_spell_a_viewer_gets_a_new_reading(api: Api) -> None:
+    queues = [api.services.storage.queue(api.settings.output_queue)]
+    sampler = Sampler(queues, api.app.state.readings, interval=0.05, watch_seconds=0.2)
+    sampler.start()
+    try:
+        assert sampler.watched() is not None
+        # Nobody asks again: within a few samples the sampler stops sampling.
+        asleep_at = 0
+        for _ in range(50):
+            asleep_at = sampler.ring.next_seq()
+            await asyncio.sleep(0.3)
+            if sampler.ring.next_seq() == asleep_at:
+                break
+        assert sampler.ring.next_seq() == asleep_at, "the sampler never went to sleep"
+
+        reading = sampler.watched()
+
+        assert reading is not None
+        assert reading.sample.seq >= asleep_at  # taken after the viewer came back, not the old one
+    finally:
+        sampler.stop()

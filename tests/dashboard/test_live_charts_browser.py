@@ -53,11 +53,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-def polyline(page: Page, chart: str, series: str) -> dict[str, float]:
+def series_line(page: Page, chart: str, series: str) -> dict[str, float]:
     """The figures a chart's line carries (data-count, -first, -max, -last)."""
     found: dict[str, float] | None = page.evaluate(
         """([chart, series]) => {
-            const line = [...document.querySelectorAll(`#${chart} polyline`)]
+            const line = [...document.querySelectorAll(`#${chart} path.series`)]
                 .find((l) => l.dataset.series === series);
             if (!line || line.dataset.count === "0") return null;
             const d = line.dataset;
@@ -91,7 +91,7 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     sign_in(page, API_KEY)
     expect(page.locator("#board")).to_be_visible()
     # The sampler has started: the charts draw from the first samples on.
-    expect(page.locator("#chart-depth-normal polyline")).to_have_count(2)
+    expect(page.locator("#chart-depth-normal path.series")).to_have_count(2)
 
     # The release gate held: the batch waits on its queues, so the charts see the depth rise
     # whatever the machine's speed; released, the processor scales up and drains them.
@@ -106,7 +106,7 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     batch_id = response.json()["batch_id"]
     chunks = response.json()["chunks"]
     page.wait_for_function(
-        """(chunks) => [...document.querySelectorAll('#chart-depth-normal polyline')]
+        """(chunks) => [...document.querySelectorAll('#chart-depth-normal path.series')]
                  .reduce((sum, l) => sum + Number(l.dataset.last || 0), 0) === chunks""",
         arg=chunks,
         timeout=APPEAR_MS,
@@ -119,22 +119,22 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     print(f"{TRANSACTIONS:,} transactions completed {elapsed:.1f} s after the release")
 
     # The depth rose while the batch was held, and is back to zero.
-    partitions = [polyline(page, "chart-depth-normal", f"partition {n}") for n in (0, 1)]
+    partitions = [series_line(page, "chart-depth-normal", f"partition {n}") for n in (0, 1)]
     assert sum(p["max"] for p in partitions) == chunks
     assert all(p["first"] == 0 for p in partitions)
     page.wait_for_function(
-        """() => [...document.querySelectorAll('#chart-depth-normal polyline')]
+        """() => [...document.querySelectorAll('#chart-depth-normal path.series')]
                  .every((l) => l.dataset.last === "0")"""
     )
     # The results queue filled between the processor and the controller.
-    assert polyline(page, "chart-depth-other", "results")["count"] >= 2
+    assert series_line(page, "chart-depth-other", "results")["count"] >= 2
 
     # The processor's dequeue threads rose with the depth (the rule gives up to 3).
     instance = page.locator("#processors tbody tr").first.get_attribute("data-key")
-    threads = polyline(page, "chart-threads", f"{instance} active")
+    threads = series_line(page, "chart-threads", f"{instance} active")
     assert threads["max"] > threads["first"]
     assert threads["max"] >= 2
-    applied = polyline(page, "chart-throughput", "applied")
+    applied = series_line(page, "chart-throughput", "applied")
     assert applied["max"] > 0
 
     # What the page shows is what the API says.
@@ -163,3 +163,27 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
 
 def screenshot_path() -> Path:
     return SCREENSHOT.with_stem(f"{SCREENSHOT.stem}-live")
+
+
+def test_a_gap_in_the_samples_is_not_drawn_as_a_line(
+    served: str,
+    browser: BrowserContext,  # noqa: F811
+) -> None:
+    page = browser.new_page()
+    page.goto(served)  # the page's own chart code, on a figure of the test's
+    strokes = page.evaluate(
+        """() => {
+            const figure = document.createElement("figure");
+            figure.innerHTML =
+                '<figcaption>t</figcaption><div class="plot"></div><ul class="legend"></ul>';
+            document.body.append(figure);
+            const points = [[0, 1], [2000, 2], [4000, 3], [60000, 4], [62000, 5]];
+            BillingCharts.drawLineChart(figure, {
+                series: [{label: "s", points}], start: 0, end: 62000, gapMs: 6000,
+            });
+            const d = figure.querySelector("path.series").getAttribute("d");
+            return [d.split("M").length - 1, d.split("L").length - 1, figure.textContent];
+        }"""
+    )
+    assert strokes[:2] == [2, 3]  # two strokes: 3 points joined, a gap, 2 points joined
+    assert "s: 5" in strokes[2]  # the legend gives the latest value
