@@ -176,3 +176,19 @@ def test_top_once_prints_one_view_for_a_script(deployment: Deployment) -> None:
     assert "Queue depth" in done.stdout
     assert "\x1b[" not in done.stdout  # not a terminal: no live view, no colours
     assert done.stdout.count("billing top") == 1
+
+
+def test_top_says_when_the_initiator_cannot_be_reached_and_still_quits_on_q() -> None:
+    nowhere = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
+    top = Terminal([*BILLING, "top", "--url", nowhere, "--api-key", "k"], env)
+    try:
+        top.read_until(
+            lambda t: "cannot reach the initiator" in t and "retrying" in t,
+            DRAW_SECONDS,
+            "the connection error",
+        )
+        top.send(b"q")
+        assert top.wait(10) == 0
+    finally:
+        top.close()
