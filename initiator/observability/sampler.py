@@ -82,6 +82,7 @@ class Sampler:
         self._latest: Reading | None = None
         self._lock = threading.Lock()
         self._sampled = threading.Condition(self._lock)
+        self._sampling = threading.Lock()  # one sample at a time: numbers stay in order
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._pool = ThreadPoolExecutor(DEPTH_QUERIES_IN_FLIGHT, "depth-query")
@@ -115,6 +116,10 @@ class Sampler:
 
     def sample_once(self) -> Reading:
         """Take one sample now and append it (the thread's step; tests call it directly)."""
+        with self._sampling:
+            return self._sample()
+
+    def _sample(self) -> Reading:
         now = datetime.now(UTC)
         counts = list(self._pool.map(_depth, self._queues))
         depths = {q.name: n for q, n in zip(self._queues, counts, strict=True)}
