@@ -16,7 +16,7 @@ Each tracker is fed one reading per sample and answers a rate. They live in the 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -80,19 +80,27 @@ def applied_transactions(batch: BatchStatusView) -> float:
 
 class AppliedRate:
     def __init__(self) -> None:
+        self._read: Sequence[BatchStatusView] | None = None
         self._applied: dict[str, float] | None = None
         self._at: datetime | None = None
+        self._rate = 0.0
 
-    def update(self, batches: Iterable[BatchStatusView], now: datetime) -> float:
+    def update(self, batches: Sequence[BatchStatusView], now: datetime) -> float:
+        """``batches``: the cached reading; the same list again (not re-read yet) keeps the
+        last rate rather than showing a zero and then twice the rate."""
+        if batches is self._read:
+            return self._rate
         applied = {batch.batch_id: applied_transactions(batch) for batch in batches}
         previous, at = self._applied, self._at
-        self._applied, self._at = applied, now
+        self._read, self._applied, self._at = batches, applied, now
         if previous is None or at is None or now <= at:
-            return 0.0
+            self._rate = 0.0
+            return self._rate
         grown = sum(
             max(value - previous.get(batch_id, 0.0), 0.0) for batch_id, value in applied.items()
         )
-        return grown / (now - at).total_seconds()
+        self._rate = grown / (now - at).total_seconds()
+        return self._rate
 
 
 class RequestRate:

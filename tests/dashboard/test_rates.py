@@ -80,6 +80,17 @@ def test_applied_rate_counts_what_each_batch_applied_since_the_last_reading() ->
     assert rate.update([view("y", 100, 2, 1)], two_seconds + timedelta(seconds=1)) == 0
 
 
+def test_applied_rate_keeps_its_value_while_the_reading_is_the_cached_one() -> None:
+    rate = AppliedRate()
+    rate.update([view("x", 1000, 10, 0)], T0)
+    reading = [view("x", 1000, 10, 5)]
+    assert rate.update(reading, T0 + timedelta(seconds=2)) == 250
+    # The same list again: the cache was not re-read; the rate is not a zero.
+    assert rate.update(reading, T0 + timedelta(seconds=3)) == 250
+    # The next reading measures from the one before it, over the 2 s between them.
+    assert rate.update([view("x", 1000, 10, 7)], T0 + timedelta(seconds=4)) == 100
+
+
 def test_request_rate_sums_processes_over_the_last_minute() -> None:
     rate = RequestRate()
     me, other = ("host", 1), ("host", 2)
