@@ -13,10 +13,13 @@ import secrets
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from shared.demo.cluster import Cluster, free_port
@@ -192,3 +195,46 @@ def test_top_says_when_the_initiator_cannot_be_reached_and_still_quits_on_q() ->
         assert top.wait(10) == 0
     finally:
         top.close()
+
+
+def test_the_processors_report_what_they_rated_and_their_requests(deployment: Deployment) -> None:
+    """The figures top and the charts take from the processors' heartbeats: with separate
+    role processes the processor's requests reach the initiator only that way."""
+    client = httpx.Client(
+        base_url=deployment.base_url,
+        headers={"Authorization": f"Bearer {deployment.api_key}"},
+        timeout=30,
+    )
+    with client:
+        before = {p["instance"]: p["rated_transactions"] for p in live(client)["processors"]}
+        batch = deployment.folder / "rated.csv"
+        write_batch_file(batch, TRANSACTIONS, customers=200, seed=6, file_format="csv")
+        with batch.open("rb") as body:
+            accepted = client.post("/batches", content=body, headers={"Content-Type": "text/csv"})
+        assert accepted.status_code == 202, accepted.text
+        deadline = time.monotonic() + COMPLETE_SECONDS
+        deleted_per_minute = 0.0
+        rated = 0
+        while time.monotonic() < deadline:
+            view = live(client)
+            rated = sum(
+                p["rated_transactions"] - before.get(p["instance"], 0) for p in view["processors"]
+            )
+            # Only processors delete work items: these requests came from their heartbeats
+            # (or, all in one process, from the shared meter).
+            for sample in view["samples"]:
+                deleted_per_minute = max(
+                    deleted_per_minute, sample["requests_per_minute"].get("queue.delete", 0)
+                )
+            if rated >= TRANSACTIONS and deleted_per_minute > 0:
+                break
+            time.sleep(0.5)
+        assert rated == TRANSACTIONS
+        assert deleted_per_minute > 0
+
+
+def live(client: httpx.Client) -> dict[str, Any]:
+    response = client.get("/dashboard/live")
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
