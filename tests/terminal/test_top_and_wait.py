@@ -238,3 +238,22 @@ def live(client: httpx.Client) -> dict[str, Any]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
+
+
+def test_submit_wait_in_a_script_keeps_stdout_to_the_batch_id(deployment: Deployment) -> None:
+    batch = deployment.folder / "script.csv"
+    write_batch_file(batch, 2_000, customers=50, seed=8, file_format="csv")
+    done = subprocess.run(
+        deployment.command("submit", str(batch), "--wait"),
+        env=deployment.env,
+        capture_output=True,
+        text=True,
+        timeout=COMPLETE_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [batch_id] = done.stdout.split()  # what a script captures: the id, nothing else
+    assert batch_id in done.stderr
+    assert "20/20 chunks" in done.stderr  # the bars' last state, printed once
+    assert re.search(r"reconciled\s*│\s*yes", done.stderr)
+    assert "\x1b[" not in done.stderr  # no terminal: no cursor tricks in a log
