@@ -1,11 +1,12 @@
 // Small SVG line charts, drawn by hand: no library to vendor, no build step, works offline.
 //
-// drawLineChart(figure, {series, start, end, unit, gapMs}) replaces the chart inside `figure`
-// (a <figure> with a <div class="plot"> and a <ul class="legend">). A series is
+// drawLineChart(figure, {series, start, end, unit, gapMs, stacked}) replaces the chart inside
+// `figure` (a <figure> with a <div class="plot"> and a <ul class="legend">). A series is
 // {label, color, dashed, points: [[timeMs, value], ...]}; two points further apart than
-// gapMs are not joined (nobody was watching in between: no line pretends to know). Every
-// <path class="series"> carries what a test or a curious person wants without reading
-// pixels: data-series, data-count, data-first, data-max and data-last.
+// gapMs are not joined (nobody was watching in between: no line pretends to know). Stacked,
+// each series is a band on top of the ones before it. Every <path class="series"> carries
+// the series' own values, for a test or a curious person, without reading pixels:
+// data-series, data-count, data-first, data-max and data-last.
 "use strict";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -52,21 +53,60 @@ function formatSpan(seconds) {
   return seconds >= 120 ? `${Math.round(seconds / 60)} min` : `${Math.round(seconds)} s`;
 }
 
+// The runs of points with no gap between neighbours: [[first index, last index], ...].
+function runs(points, gapMs) {
+  const found = [];
+  points.forEach(([time], index) => {
+    if (index === 0 || time - points[index - 1][0] > gapMs) {
+      found.push([index, index]);
+    } else {
+      found[found.length - 1][1] = index;
+    }
+  });
+  return found;
+}
+
+function coordinates(points, x, y) {
+  return points.map(([time, value]) => `${x(time).toFixed(1)},${y(value).toFixed(1)}`);
+}
+
 // "M x,y L x,y …", starting a new stroke after each gap.
-function pathData(points, x, y, gapMs) {
-  return points
-    .map(([time, value], index) => {
-      const joined = index > 0 && time - points[index - 1][0] <= gapMs;
-      return `${joined ? "L" : "M"}${x(time).toFixed(1)},${y(value).toFixed(1)}`;
+function lineData(points, x, y, gapMs) {
+  const at = coordinates(points, x, y);
+  return runs(points, gapMs)
+    .map(([first, last]) => `M${at.slice(first, last + 1).join(" L")}`)
+    .join(" ");
+}
+
+// The band between `base` and `tops` (same times), closed, one shape per run.
+function bandData(base, tops, x, y, gapMs) {
+  const upper = coordinates(tops, x, y);
+  const lower = coordinates(base, x, y);
+  return runs(tops, gapMs)
+    .map(([first, last]) => {
+      const back = lower.slice(first, last + 1).reverse();
+      return `M${upper.slice(first, last + 1).join(" L")} L${back.join(" L")} Z`;
     })
     .join(" ");
 }
 
-function drawLineChart(figure, { series, start, end, unit, gapMs = Infinity }) {
+// Each series on top of the ones before it (they share their times): the top is the total.
+function stack(series) {
+  let below = null;
+  return series.map((line) => {
+    const base = line.points.map(([time], i) => [time, below ? below[i][1] : 0]);
+    const tops = line.points.map(([time, value], i) => [time, base[i][1] + value]);
+    below = tops;
+    return { ...line, base, tops };
+  });
+}
+
+function drawLineChart(figure, { series, start, end, unit, gapMs = Infinity, stacked = false }) {
   const plotWidth = CHART_WIDTH - MARGIN.left - MARGIN.right;
   const plotHeight = CHART_HEIGHT - MARGIN.top - MARGIN.bottom;
   const span = Math.max(end - start, 1);
-  const highest = Math.max(0, ...series.flatMap((s) => s.points.map(([, value]) => value)));
+  const drawn = stacked ? stack(series) : series.map((line) => ({ ...line, tops: line.points }));
+  const highest = Math.max(0, ...drawn.flatMap((s) => s.tops.map(([, value]) => value)));
   const top = niceMax(highest);
   const x = (time) => MARGIN.left + ((time - start) / span) * plotWidth;
   const y = (value) => MARGIN.top + plotHeight - (value / top) * plotHeight;
@@ -96,11 +136,14 @@ function drawLineChart(figure, { series, start, end, unit, gapMs = Infinity }) {
 
   const legend = figure.querySelector(".legend");
   legend.replaceChildren();
-  series.forEach((line, index) => {
+  drawn.forEach((line, index) => {
     const color = line.color || paletteColor(index);
     const values = line.points.map(([, value]) => value);
+    if (line.base) {
+      svg.append(svgElement("path", { d: bandData(line.base, line.tops, x, y, gapMs), class: "band", fill: color }));
+    }
     const path = svgElement("path", {
-      d: pathData(line.points, x, y, gapMs),
+      d: lineData(line.tops, x, y, gapMs),
       class: "series",
       fill: "none",
       stroke: color,

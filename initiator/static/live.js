@@ -43,6 +43,7 @@ function drawAll(samples, queues, range, view) {
     drawLineChart(document.getElementById(`chart-depth-${priority}`), {
       ...range,
       unit: "messages",
+      stacked: true, // the top is the priority's depth, each band a partition
       series: partitions.map((queue) => ({
         label: `partition ${queue.partition}`,
         points: samples.map((s) => [s.time, s.queue_depths[queue.name] ?? 0]),

@@ -187,3 +187,33 @@ def test_a_gap_in_the_samples_is_not_drawn_as_a_line(
     )
     assert strokes[:2] == [2, 3]  # two strokes: 3 points joined, a gap, 2 points joined
     assert "s: 5" in strokes[2]  # the legend gives the latest value
+
+
+def test_stacked_series_are_bands_whose_top_is_the_total(
+    served: str,
+    browser: BrowserContext,  # noqa: F811
+) -> None:
+    page = browser.new_page()
+    page.goto(served)
+    drawn = page.evaluate(
+        """() => {
+            const figure = document.createElement("figure");
+            figure.innerHTML =
+                '<figcaption>t</figcaption><div class="plot"></div><ul class="legend"></ul>';
+            document.body.append(figure);
+            BillingCharts.drawLineChart(figure, {
+                series: [
+                    {label: "p0", points: [[0, 1], [1000, 2]]},
+                    {label: "p1", points: [[0, 3], [1000, 4]]},
+                ],
+                start: 0, end: 1000, stacked: true,
+            });
+            const ticks = [...figure.querySelectorAll("text.tick")].map((t) => t.textContent);
+            const lines = [...figure.querySelectorAll("path.series")].map((p) => p.dataset.max);
+            return [figure.querySelectorAll("path.band").length, ticks, lines];
+        }"""
+    )
+    bands, ticks, maxima = drawn
+    assert bands == 2
+    assert "10" in ticks  # the axis reaches the total (2 + 4 = 6), rounded up
+    assert maxima == ["2", "4"]  # each line still carries its own partition's figures
