@@ -13,7 +13,8 @@ from pathlib import Path
 from shared.sample_batches import write_batch_file
 from tests.terminal.terminal import Terminal
 
-BILLING = [sys.executable, "-m", "shared.cli"]
+#: The console script, as a person types it (whichever package holds the commands).
+BILLING = [str(Path(sys.executable).with_name("billing"))]
 DEMO_TRANSACTIONS = 3_000
 TRANSACTIONS = 5_000
 

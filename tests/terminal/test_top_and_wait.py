@@ -27,7 +27,8 @@ from shared.sample_batches import write_batch_file
 from tests.support.deployment_settings import billing_environment, deployment_values
 from tests.terminal.terminal import Terminal
 
-BILLING = [sys.executable, "-m", "shared.cli"]
+#: The console script, as a person types it (whichever package holds the commands).
+BILLING = [str(Path(sys.executable).with_name("billing"))]
 TRANSACTIONS = 20_000
 CHUNK_SIZE = 100
 CHUNKS = TRANSACTIONS // CHUNK_SIZE
