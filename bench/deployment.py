@@ -4,7 +4,7 @@
         batch = deployment.accept_batch(transactions=20_000, chunk_size=2_000)
 
 The embedded backend lives in a temporary folder; ``azurite`` starts its own Azurite (in
-memory, free ports) with the launcher of ``shared.devtools``. The trigger bus is always the
+memory, free ports) with the launcher of ``billing.devtools``. The trigger bus is always the
 embedded one (there is no Service Bus emulator to start here).
 
 Batches go through the production acceptance (:class:`~initiator.acceptance.BatchAcceptance`:
@@ -22,15 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from billing.sample_batches import generate_lines
 from initiator.acceptance import BatchAcceptance, BatchRequest
 from initiator.publishing import FaultHook, Publisher
-from shared.batch_records import BatchRecord
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
-from shared.pricebook import sample_pricebook
-from shared.pricebook_store import PricebookStore
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.pricebook_store import PricebookStore
 from shared.provision import ensure_resources
-from shared.sample_batches import generate_lines
 from shared.settings import Priority, Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
@@ -108,7 +108,7 @@ def bench_settings(root: Path, connection_string: str | None = None, **extra: An
 @contextmanager
 def azurite_connection_string() -> Iterator[str]:
     """A fresh Azurite for the duration of the block (installed from npm if missing)."""
-    from shared.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
+    from billing.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
 
     server = AzuriteServer(ensure_azurite(azurite_dir()))
     try:

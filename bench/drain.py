@@ -27,9 +27,9 @@ from typing import Any
 from bench.deployment import Deployment
 from processor.rating_step import RatingStep
 from shared import meter
-from shared.batch_records import BatchRecords
+from shared.contracts.batch_records import BatchRecords
+from shared.domain.pricebook_store import PricebookStore
 from shared.listener import Lease, ListenerConfig, QueueListener, work_sources
-from shared.pricebook_store import PricebookStore
 from shared.settings import PRIORITIES, Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount

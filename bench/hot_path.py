@@ -24,10 +24,10 @@ from sqlalchemy import select
 
 from bench.deployment import Deployment
 from bench.drain import drain
-from controller.warehouse import Batch, make_engine
 from controller.worker import ControllerWorker
 from shared import meter
 from shared.listener import ListenerConfig
+from shared.warehouse import Batch, make_engine
 
 COMPLETION_TIMEOUT_SECONDS = 300.0
 

@@ -45,16 +45,13 @@ from typing import Any, Literal
 
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
-from processor.trigger_subscriber import (
-    INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
-    RECEIVE_SECONDS,
-    TriggerSubscriber,
-)
+from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS
 from shared import meter
 from shared.bus import open_bus
 from shared.bus.ports import SubscriptionSpec
+from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.contracts.messages import PRIORITY_PROPERTY
 from shared.listener import ListenerConfig, QueueListener, work_sources
-from shared.messages import PRIORITY_PROPERTY
 from shared.settings import PRIORITIES, Settings
 from shared.storage import open_storage
 

@@ -16,9 +16,9 @@ from datetime import datetime
 from sqlalchemy import Engine, Table, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from controller.warehouse.models import Batch
-from shared.batch_records import BatchRecord
-from shared.transactions import ControlTotals
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.transactions import ControlTotals
+from shared.warehouse.models import Batch
 
 #: Warehouse statuses of a batch still taking chunks, and of a closed one.
 OPEN_STATUSES = ("accepted", "processing")

@@ -33,7 +33,7 @@ from sqlalchemy import Engine, func, select, update
 from controller.batch_rows import OPEN_STATUSES, BatchRow, BatchRows
 from controller.failed_chunks import FailedChunks
 from controller.reconciliation import Reconciliation, reconcile
-from controller.warehouse.models import AppliedChunk, Batch
+from shared.warehouse.models import AppliedChunk, Batch
 
 #: The statuses a close may move a row from, by the status the tally saw. A row seen
 #: ``failed`` is only re-closed (as completed, once its poisoned chunks were redriven and

@@ -21,7 +21,7 @@ from typing import Any
 from azure.core.exceptions import ResourceModifiedError
 
 from controller.completion import Settlement
-from shared.batch_records import (
+from shared.contracts.batch_records import (
     MAX_NAMED_FAILED_CHUNKS,
     BatchRecord,
     BatchRecords,

@@ -22,16 +22,16 @@ from sqlalchemy import Engine
 
 from controller.failed_chunks import FailedChunks
 from controller.results import ControllerCounters, ResultHandler
-from controller.warehouse import make_engine, upgrade
-from processor.trigger_subscriber import TriggerSubscriber
-from shared.batch_records import BatchRecords
 from shared.bus.ports import SubscriptionSpec, TriggerBus
-from shared.ids import OrderIdAllocator
+from shared.bus.subscriber import TriggerSubscriber
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.messages import KIND_PROPERTY
+from shared.coordination.ids import OrderIdAllocator
 from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
 from shared.listener.heartbeat import new_instance_id
-from shared.messages import KIND_PROPERTY
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine, upgrade
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from initiator.intake import Problem
-from shared.batch_records import BatchRecord
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.transactions import ControlTotals
 from shared.settings import Priority
-from shared.transactions import ControlTotals
 
 
 class BatchAccepted(BaseModel):

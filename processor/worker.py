@@ -13,7 +13,7 @@ What each part does, top-down:
 * its **handler** is the :class:`~processor.rating_step.RatingStep` — the message is deleted
   only after the result blob and the result message are stored;
 * a work item that keeps failing goes to ``<queue>-poison`` and a
-  :class:`~shared.messages.ChunkFailed` goes to the output queue
+  :class:`~shared.contracts.messages.ChunkFailed` goes to the output queue
   (:class:`~processor.chunk_failures.ChunkFailureReporter`);
 * the **trigger subscriber** wakes the listener on a trigger and applies gate broadcasts;
 * the **gate keeper** holds the listener until the release gate is open;
@@ -39,15 +39,13 @@ from pydantic import BaseModel, ConfigDict
 from processor.chunk_failures import ChunkFailureReporter
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
-from processor.trigger_subscriber import (
-    RECEIVE_SECONDS,
-    TriggerSubscriber,
-    fans_out,
-    subscription_specs,
-)
+from processor.subscriptions import fans_out, subscription_specs
 from shared import meter
-from shared.batch_records import BatchRecords
 from shared.bus.ports import TriggerBus
+from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.messages import TriggerEvent
+from shared.domain.pricebook_store import PricebookStore
 from shared.listener import (
     Heartbeat,
     Lease,
@@ -57,8 +55,6 @@ from shared.listener import (
     new_instance_id,
     work_sources,
 )
-from shared.messages import TriggerEvent
-from shared.pricebook_store import PricebookStore
 from shared.settings import Priority, Settings
 from shared.storage.ports import StorageAccount
 

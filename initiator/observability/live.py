@@ -18,7 +18,7 @@ from initiator.observability.history import Sample
 from initiator.observability.rates import applied_transactions
 from initiator.observability.sampler import Reading
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BatchStatus
+from shared.contracts.batch_records import BatchStatus
 from shared.settings import PRIORITIES, Priority, Settings, poison_queue
 
 

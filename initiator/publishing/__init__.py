@@ -16,7 +16,7 @@ answered ``202``. The steps, each durable before the next begins:
    safety poll.
 
 Why this is safe: processors rate a work item only when its batch is ``accepted`` (see
-:func:`shared.batch_records.admission`); before that they leave the item to reappear, and
+:func:`shared.contracts.batch_records.admission`); before that they leave the item to reappear, and
 once the batch is gone or ``abandoned`` they drop it. Every status change is an ETag-guarded
 update, so the initiator's "accepted" and the sweeper's "abandoned" cannot both win. A crash
 before step 5 leaves a record in ``receiving``/``accepting`` that stops being refreshed; the

@@ -18,7 +18,7 @@ from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.payloads import delete_payloads
-from shared.batch_records import UNFINISHED_INTAKE, BatchRecords, BatchStatus, StoredBatch
+from shared.contracts.batch_records import UNFINISHED_INTAKE, BatchRecords, BatchStatus, StoredBatch
 from shared.storage.ports import BlobContainer
 
 log = logging.getLogger(__name__)

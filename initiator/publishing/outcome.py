@@ -26,7 +26,7 @@ import time
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import mark_abandoned, remove_abandoned
-from shared.batch_records import (
+from shared.contracts.batch_records import (
     UNFINISHED_INTAKE,
     BatchRecord,
     BatchRecords,

@@ -8,9 +8,9 @@ carries the release gate's broadcasts).
 
 from __future__ import annotations
 
-from shared.batch_records import BatchRecord
 from shared.bus.ports import TriggerBus
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.contracts.batch_records import BatchRecord
+from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
 
 
 def trigger_event(record: BatchRecord, *, storage_account: str, queues: list[str]) -> TriggerEvent:

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from initiator.publishing.payloads import StoredChunk
-from shared.messages import WorkItem
+from shared.contracts.messages import WorkItem
 from shared.settings import Priority
 from shared.storage.ports import Queue
 

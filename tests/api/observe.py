@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.chunk_payload import NumberedTransaction, decode_chunk
-from shared.messages import WorkItem
+from shared.contracts.chunk_payload import NumberedTransaction, decode_chunk
+from shared.contracts.messages import WorkItem
 from shared.settings import Priority, Settings
 from shared.storage.ports import StorageAccount
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from controller.warehouse import make_engine, upgrade
 from controller.worker import ControllerWorker
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords, BatchStatus
 from shared.listener import ListenerConfig
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine, upgrade
 from tests.support.deployment_settings import (
     AZURITE_STACK,
     STACKS,

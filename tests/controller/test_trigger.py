@@ -7,8 +7,8 @@ from pathlib import Path
 
 from controller.worker import ControllerWorker
 from shared.bus.embedded import EmbeddedTriggerBus
+from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
 from shared.listener import ListenerConfig
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from tests.controller.batches import make_transactions, publish_batch

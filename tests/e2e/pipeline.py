@@ -23,11 +23,11 @@ from typing import Any
 import httpx
 import uvicorn
 
+from billing.demo.cluster import free_port
 from controller.worker import ControllerWorker
 from initiator.app import create_app
 from processor.worker import ProcessorWorker
 from shared.bus import open_bus
-from shared.demo.cluster import free_port
 from shared.listener import ListenerConfig
 from shared.settings import Priority, Settings
 from shared.storage import open_storage

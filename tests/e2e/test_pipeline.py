@@ -23,11 +23,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
-from shared.sample_batches import write_batch_file
+from billing.sample_batches import write_batch_file
+from shared.domain.transactions import Transaction
 from shared.settings import Priority, Settings
-from shared.transactions import Transaction
+from shared.warehouse import make_engine
+from shared.warehouse.models import Charge
 from tests.controller.checks import (
     assert_charges_match_the_reference,
     assert_invoices_match_the_reference,

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 
 from initiator.publishing import BatchIntent, FaultHook, Publisher
-from shared.batch_records import BatchRecord, BatchRecords
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
-from shared.messages import ChunkFailed, ChunkResult
-from shared.pricebook_store import PricebookStore
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.messages import ChunkFailed, ChunkResult
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.transactions import ControlTotalsBuilder, Transaction
 from shared.provision import ensure_resources
 from shared.settings import Priority, Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
-from shared.transactions import ControlTotalsBuilder, Transaction
 from tests.support.deployment_settings import deployment_values, settings_factory
 from tests.support.names import unique_name
 

@@ -11,7 +11,7 @@ import time
 
 from processor.worker import ProcessorWorker
 from shared import meter
-from shared.gate import set_gate
+from shared.coordination.gate import set_gate
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from collections import defaultdict
 
-from processor.chunk_result import decode_result
+from shared.contracts.chunk_result import decode_result
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK
@@ -72,7 +72,7 @@ def test_a_published_batch_is_rated_into_result_blobs_that_match_the_reference(
         rated = decode_result(blob)
         assert rated.pricebook_version == version
         assert len(rated.charges) == result.transactions == len(CHUNKS[result.chunk])
-        for charge in rated.charges:
+        for charge in (row.charge for row in rated.charges):
             customer, sku, quantity, region = expected.pop(charge.transaction_id)
             reference = reference_charge(TIE_BOOK, sku, quantity, region)
             figures = reference.figures()

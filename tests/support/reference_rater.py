@@ -3,7 +3,7 @@
 Every test that checks an amount the system computed (a result blob, a warehouse row, an
 invoice) compares it with this module, so it deliberately shares nothing with production
 code: no ``processor.rating``, no pricebook model, no ``Decimal`` context, no currency
-table from ``shared.money``. It reads the pricebook *dictionary* (the JSON a test uploads,
+table from ``shared.domain.money``. It reads the pricebook *dictionary* (the JSON a test uploads,
 or the sample file on disk) and computes with exact fractions, rounding written out by hand:
 
     gross    = unit_price * quantity
@@ -31,7 +31,9 @@ FIGURES = ("gross", "discount", "net", "tax", "total")
 #: The figures of one invoice: its line count, quantity sum and the sums of :data:`FIGURES`.
 INVOICE_FIGURES = ("lines", "quantity", *FIGURES)
 
-SAMPLE_BOOK_PATH = Path(__file__).resolve().parents[2] / "shared" / "pricebooks" / "sample.json"
+SAMPLE_BOOK_PATH = (
+    Path(__file__).resolve().parents[2] / "shared" / "domain" / "pricebooks" / "sample.json"
+)
 #: The sample pricebook the initiator installs when none is current, read from its JSON.
 SAMPLE_BOOK: dict[str, Any] = json.loads(SAMPLE_BOOK_PATH.read_text(encoding="utf-8"))
 
@@ -41,7 +43,7 @@ _MINOR_DIGITS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "KWD": 3}
 
 
 class Line(Protocol):
-    """What the reference needs of one transaction (``shared.transactions.Transaction`` and
+    """What the reference needs of one transaction (``shared.domain.transactions.Transaction`` and
     the tests' own records both fit)."""
 
     @property

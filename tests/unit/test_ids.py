@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from shared.ids import (
+from shared.coordination.ids import (
     MAX_ORDER_ID,
     CorruptCounterError,
     IdAllocationError,
