@@ -30,8 +30,9 @@ from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord
 from shared.domain.pricebook import sample_pricebook
 from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
 from shared.provision import ensure_resources
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
 

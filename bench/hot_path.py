@@ -26,7 +26,7 @@ from bench.deployment import Deployment
 from bench.drain import drain
 from controller.worker import ControllerWorker
 from shared import meter
-from shared.listener import ListenerConfig
+from shared.listener_settings import listener_config
 from shared.warehouse import Batch, make_engine
 
 COMPLETION_TIMEOUT_SECONDS = 300.0
@@ -52,7 +52,7 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
     record = deployment.accept_batch(transactions)
     initiator = meter.diff(meter.snapshot(), before)
 
-    threads = ListenerConfig.from_settings(settings).rule.optimal_threads(record.chunks)
+    threads = listener_config(settings).rule.optimal_threads(record.chunks)
     processor = drain(settings, threads=threads, items=record.chunks).requests
 
     before = meter.snapshot()

@@ -46,13 +46,16 @@ from typing import Any, Literal
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
 from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS
+from processor.work_queues import work_sources
 from shared import meter
 from shared.bus import open_bus
 from shared.bus.ports import SubscriptionSpec
 from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
 from shared.contracts.messages import PRIORITY_PROPERTY
-from shared.listener import ListenerConfig, QueueListener, work_sources
-from shared.settings import PRIORITIES, Settings
+from shared.domain.priority import PRIORITIES
+from shared.listener import ListenerConfig, QueueListener
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage import open_storage
 
 Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor"]
@@ -169,7 +172,7 @@ def _idle_child(
         worker.start()
         stops.append(worker.stop)
     else:
-        config = ListenerConfig.from_settings(settings, **options)
+        config = listener_config(settings, **options)
         listener = QueueListener(
             work_sources(storage, settings),
             _never_called,
@@ -206,7 +209,7 @@ def specs_before(instance_id: str) -> list[SubscriptionSpec]:
     return [
         SubscriptionSpec(
             name=f"proc-{p}-{digest}",
-            filter={PRIORITY_PROPERTY: p},
+            rules=({PRIORITY_PROPERTY: p},),
             auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
         )
         for p in PRIORITIES

@@ -38,7 +38,7 @@ from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import RatedChunk, decode_result
 from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.listener import Lease
-from shared.settings import poison_queue
+from shared.listener.source import poison_queue
 from shared.storage.ports import BlobContainer, QueueMessage
 
 log = logging.getLogger(__name__)

@@ -36,8 +36,9 @@ from initiator.publishing.cleanup import abandon
 from shared.contracts.batch_records import UNFINISHED_INTAKE, BatchRecord, BatchStatus, utc_now
 from shared.domain.pricebook import Pricebook
 from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals, ControlTotalsBuilder
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 
 T = TypeVar("T")
 

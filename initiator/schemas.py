@@ -9,8 +9,8 @@ from pydantic import BaseModel, Field
 
 from initiator.intake import Problem
 from shared.contracts.batch_records import BatchRecord
+from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals
-from shared.settings import Priority
 
 
 class BatchAccepted(BaseModel):

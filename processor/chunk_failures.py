@@ -14,7 +14,7 @@ import logging
 from pydantic import ValidationError
 
 from shared.contracts.messages import ChunkFailed, WorkItem
-from shared.settings import poison_queue
+from shared.listener.source import poison_queue
 from shared.storage.ports import Queue, QueueMessage
 
 log = logging.getLogger(__name__)

@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from shared.bus.ports import SubscriptionSpec
 from shared.contracts.messages import PRIORITY_PROPERTY
 from shared.coordination.gate import GATE_PROPERTIES
-from shared.settings import Priority, Settings
+from shared.domain.priority import Priority
+from shared.settings import Settings
 
 #: Service Bus's smallest auto-delete-on-idle is 5 minutes; a live receiver keeps it alive
 #: (a receive call at least every :data:`~shared.bus.subscriber.RECEIVE_SECONDS` counts as
@@ -50,7 +51,7 @@ def subscription_specs(
     if not per_instance:
         return [
             SubscriptionSpec(
-                name=f"processors-{p}", filters=({PRIORITY_PROPERTY: p}, dict(GATE_PROPERTIES))
+                name=f"processors-{p}", rules=({PRIORITY_PROPERTY: p}, dict(GATE_PROPERTIES))
             )
             for p in priorities
         ]
@@ -60,7 +61,7 @@ def subscription_specs(
     return [
         SubscriptionSpec(
             name=f"proc-{digest}",
-            filters=(*rules, dict(GATE_PROPERTIES)),
+            rules=(*rules, dict(GATE_PROPERTIES)),
             auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
         )
     ]

@@ -40,22 +40,23 @@ from processor.chunk_failures import ChunkFailureReporter
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
 from processor.subscriptions import fans_out, subscription_specs
+from processor.work_queues import work_sources
 from shared import meter
 from shared.bus.ports import TriggerBus
 from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.messages import TriggerEvent
 from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
 from shared.listener import (
     Heartbeat,
     Lease,
-    ListenerConfig,
     ListenerSnapshot,
     QueueListener,
     new_instance_id,
-    work_sources,
 )
-from shared.settings import Priority, Settings
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,7 @@ class ProcessorWorker:
         )
         if not self.priorities:
             raise ValueError("a processor must serve at least one priority")
-        config = ListenerConfig.from_settings(settings, **listener_overrides)
+        config = listener_config(settings, **listener_overrides)
         self.per_instance_subscriptions = (
             fans_out(settings) if per_instance_subscriptions is None else per_instance_subscriptions
         )

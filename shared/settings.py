@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-Priority = Literal["high", "normal", "low"]
-PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+from shared.domain.priority import PRIORITIES, Priority
 
 
 def _split_csv(value: object) -> object:
@@ -125,8 +124,3 @@ class Settings(BaseSettings):
 
     def all_work_queues(self) -> list[str]:
         return [name for priority in PRIORITIES for name in self.work_queues(priority)]
-
-
-def poison_queue(queue: str) -> str:
-    """Where a message goes after too many dequeues (seed 000's poison handling)."""
-    return f"{queue}-poison"

@@ -16,7 +16,8 @@ from billing.cli.progress import counted, follow_batch, upload_progress
 from billing.sample_batches import BatchFileFormat, write_batch_file
 from shared.domain.pricebook import PricebookError
 from shared.domain.pricebook_store import NoPricebookError, PricebookStore
-from shared.settings import PRIORITIES, Settings
+from shared.domain.priority import PRIORITIES
+from shared.settings import Settings
 from shared.storage import open_storage
 
 UPLOAD_BLOCK_BYTES = 1024 * 1024

@@ -16,7 +16,8 @@ from azure.core.exceptions import ResourceNotFoundError
 
 from shared.listener.poison import PoisonRecord
 from shared.listener.redrive import peek_poisoned, redrive
-from shared.settings import Settings, poison_queue
+from shared.listener.source import poison_queue
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
 

@@ -7,7 +7,8 @@ import os
 
 import typer
 
-from shared.settings import PRIORITIES, Priority, Settings
+from shared.domain.priority import PRIORITIES, Priority
+from shared.settings import Settings
 from shared.telemetry import configure_logging
 
 log = logging.getLogger(__name__)

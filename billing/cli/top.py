@@ -29,7 +29,8 @@ from rich.table import Table
 from rich.text import Text
 
 from billing.cli.reports import API_KEY_OPTION, FINAL_STATUSES, URL_OPTION
-from shared.settings import PRIORITIES, Settings
+from shared.domain.priority import PRIORITIES
+from shared.settings import Settings
 
 REFRESH_SECONDS = 1.0
 #: Closed batches shown under the running ones.

@@ -29,8 +29,9 @@ from shared.contracts.batch_records import (
     utc_now,
 )
 from shared.contracts.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
+from shared.domain.priority import PRIORITIES, Priority
 from shared.domain.transactions import ControlTotals
-from shared.settings import PRIORITIES, Priority, Settings
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
 FaultHook = Callable[[str], None]

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from initiator.publishing.payloads import StoredChunk
 from shared.contracts.messages import WorkItem
-from shared.settings import Priority
+from shared.domain.priority import Priority
 from shared.storage.ports import Queue
 
 DEFAULT_SEND_THREADS = 8

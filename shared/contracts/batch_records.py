@@ -35,8 +35,8 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals
-from shared.settings import Priority
 from shared.storage.ports import Entity, Table
 
 BATCH_PARTITION = "batch"

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.settings import Priority
+from shared.domain.priority import Priority
 
 
 class _Message(BaseModel):

@@ -11,7 +11,6 @@
 ``renewal``               ``Lease`` and visibility renewal with the newest pop receipt
 ``poison``                ``<queue>-poison`` records and the ``on_poison`` callback
 ``heartbeat``             the state as a table entity per instance, throttled
-``shutdown``              wait for SIGTERM/SIGINT
 ========================  ==========================================================
 """
 
@@ -24,8 +23,7 @@ from shared.listener.poison import UNKNOWN_LAST_ERROR, OnPoison, PoisonRecord
 from shared.listener.renewal import Lease
 from shared.listener.retry import RetryLater, growing_delay
 from shared.listener.scaling import ScalingRule, ScalingRuleError
-from shared.listener.shutdown import wait_for_stop_signal
-from shared.listener.source import QueueSource, work_sources
+from shared.listener.source import QueueSource, poison_queue
 from shared.listener.state import ListenerSnapshot, ListenerState
 
 __all__ = [
@@ -46,6 +44,5 @@ __all__ = [
     "ScalingRuleError",
     "growing_delay",
     "new_instance_id",
-    "wait_for_stop_signal",
-    "work_sources",
+    "poison_queue",
 ]

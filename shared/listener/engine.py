@@ -1,8 +1,7 @@
 """The multi-threaded queue listener (seed 000 ``CloudQueueListenerExtension``).
 
-    listener = QueueListener(work_sources(account, settings), handle_work_item,
-                             ListenerConfig.from_settings(settings), trigger_available=True,
-                             on_poison=mark_chunk_failed)
+    listener = QueueListener(sources, handle_work_item, config,
+                             trigger_available=True, on_poison=mark_chunk_failed)
     listener.start()                 # depth → scaling rule → that many dequeue threads
     subscription → listener.on_work_detected()   # on every trigger event
     listener.pause() / .resume()     # the release gate: no new receives while paused

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from shared.contracts.chunk_payload import NumberedTransaction, decode_chunk
 from shared.contracts.messages import WorkItem
-from shared.settings import Priority, Settings
+from shared.domain.priority import Priority
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
 

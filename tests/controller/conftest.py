@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 
 from controller.worker import ControllerWorker
 from shared.contracts.batch_records import BatchRecord, BatchRecords, BatchStatus
-from shared.listener import ListenerConfig
+from shared.listener_settings import listener_config
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
@@ -92,9 +92,7 @@ def start_worker(settings: Settings, storage: StorageAccount) -> Iterator[Worker
     started: list[ControllerWorker] = []
 
     def start(**listener_overrides: object) -> ControllerWorker:
-        config = ListenerConfig.from_settings(
-            settings, **{"handler_parallelism": 2, **listener_overrides}
-        )
+        config = listener_config(settings, **{"handler_parallelism": 2, **listener_overrides})
         worker = ControllerWorker(settings, storage, listener_config=config)
         worker.start()
         started.append(worker)

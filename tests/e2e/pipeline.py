@@ -28,8 +28,9 @@ from controller.worker import ControllerWorker
 from initiator.app import create_app
 from processor.worker import ProcessorWorker
 from shared.bus import open_bus
-from shared.listener import ListenerConfig
-from shared.settings import Priority, Settings
+from shared.domain.priority import Priority
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage import open_storage
 
 START_TIMEOUT_SECONDS = 30.0
@@ -108,7 +109,7 @@ def running_pipeline(settings: Settings, *, processors: int = 2) -> Iterator[Run
         controller = ControllerWorker(
             settings,
             controller_storage,
-            listener_config=ListenerConfig.from_settings(settings, handler_parallelism=2),
+            listener_config=listener_config(settings, handler_parallelism=2),
         )
         controller.start()
         stack.callback(controller.stop, STOP_TIMEOUT_SECONDS)

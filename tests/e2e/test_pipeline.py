@@ -24,8 +24,9 @@ from typing import Any
 from sqlalchemy import select
 
 from billing.sample_batches import write_batch_file
+from shared.domain.priority import Priority
 from shared.domain.transactions import Transaction
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 from shared.warehouse import make_engine
 from shared.warehouse.models import Charge
 from tests.controller.checks import (

@@ -2,8 +2,9 @@
 
 ``billing`` (the composition) may import the roles; the roles (``initiator``, ``processor``,
 ``controller``) import ``shared`` and never one another; ``shared`` imports no role and not
-``billing``. The second test runs the same contracts over a small package tree with one bad
-import, so a contract that stopped catching what it should would fail too.
+``billing``; the listener engine reads no application settings and no message format. The
+other tests run the same contracts over a small package tree, with and without one bad
+import, so contracts that stopped catching what they should would fail too.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("billing", "initiator", "processor", "controller", "shared")
 
 
 def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
@@ -41,23 +41,33 @@ def test_the_repository_keeps_its_import_rules() -> None:
     assert "0 broken" in result.stdout
 
 
+#: A module of each package the contracts name, and what it may import.
+ALLOWED = {
+    "billing.api": ["initiator.api", "processor.api", "controller.api", "shared.api"],
+    "initiator.api": ["shared.api"],
+    "processor.api": ["shared.api"],
+    "controller.api": ["shared.api"],
+    "shared.api": ["shared.settings", "shared.listener.engine"],
+    "shared.settings": [],
+    "shared.listener_settings": ["shared.settings", "shared.listener.engine"],
+    "shared.contracts.messages": ["shared.settings"],
+    "shared.listener.engine": [],
+}
+
+
 def a_tree(root: Path, bad_import: tuple[str, str] | None) -> Path:
-    """The five packages, each importing only what the rules allow, plus ``bad_import``."""
-    allowed = {
-        "billing": ["initiator.api", "processor.api", "controller.api", "shared.api"],
-        "initiator": ["shared.api"],
-        "processor": ["shared.api"],
-        "controller": ["shared.api"],
-        "shared": [],
-    }
-    for package in PACKAGES:
-        folder = root / package
-        folder.mkdir()
-        (folder / "__init__.py").write_text("")
-        lines = [f"import {module}" for module in allowed[package]]
-        if bad_import and bad_import[0] == package:
+    """Modules that import only what the rules allow, plus ``bad_import``."""
+    for module, imports in ALLOWED.items():
+        path = root.joinpath(*module.split("."))
+        for folder in [path.parent, *path.parent.parents]:
+            if folder == root:
+                break
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "__init__.py").touch()
+        lines = [f"import {imported}" for imported in imports]
+        if bad_import and bad_import[0] == module:
             lines.append(f"import {bad_import[1]}")
-        (folder / "api.py").write_text("\n".join(lines) + "\n")
+        path.with_suffix(".py").write_text("\n".join(lines) + "\n")
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     return root
 
@@ -70,16 +80,18 @@ def test_a_tree_that_follows_the_rules_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("importer", "imported"),
     [
-        ("processor", "controller.api"),
-        ("controller", "processor.api"),
-        ("initiator", "controller.api"),
-        ("shared", "initiator.api"),
-        ("shared", "billing.api"),
-        ("processor", "billing.api"),
+        ("processor.api", "controller.api"),
+        ("controller.api", "processor.api"),
+        ("initiator.api", "controller.api"),
+        ("shared.api", "initiator.api"),
+        ("shared.api", "billing.api"),
+        ("processor.api", "billing.api"),
+        ("shared.listener.engine", "shared.settings"),
+        ("shared.listener.engine", "shared.contracts.messages"),
     ],
 )
 def test_a_forbidden_import_breaks_the_build(tmp_path: Path, importer: str, imported: str) -> None:
     result = lint_imports(a_tree(tmp_path, (importer, imported)))
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
-    assert f"{importer}.api -> {imported}" in result.stdout
+    assert f"{importer} -> {imported}" in result.stdout

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from shared.domain.priority import PRIORITIES
 from shared.listener import Lease
 from shared.listener.priority import PriorityPlanner
 from shared.listener.source import QueueSource
-from shared.settings import PRIORITIES
 from tests.listener.helpers import ListenerFactory, fast_config, make_sources, wait_until
 from tests.support.memory_queue import MemoryQueues
 

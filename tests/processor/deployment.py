@@ -21,9 +21,10 @@ from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord, BatchRecords
 from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotalsBuilder, Transaction
 from shared.provision import ensure_resources
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
 from tests.support.deployment_settings import deployment_values, settings_factory

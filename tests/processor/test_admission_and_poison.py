@@ -21,7 +21,7 @@ from shared.contracts.batch_records import BatchRecords, BatchStatus
 from shared.contracts.chunk_payload import payload_blob_name
 from shared.contracts.messages import ChunkFailed
 from shared.listener import PoisonRecord
-from shared.settings import poison_queue
+from shared.listener.source import poison_queue
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK

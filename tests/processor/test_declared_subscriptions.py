@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from processor.subscriptions import subscription_specs
-from shared.settings import PRIORITIES
+from shared.domain.priority import PRIORITIES
 
 EMULATOR_CONFIG = Path(__file__).parents[2] / "infra" / "servicebus-emulator" / "config.json"
 
