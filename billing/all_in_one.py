@@ -27,7 +27,7 @@ from controller.worker import ControllerWorker
 from initiator.app import create_app
 from processor.worker import ProcessorWorker
 from shared.bus.in_process import InProcessTriggerBus
-from shared.lifecycle import Shutdown
+from shared.lifecycle import Shutdown, time_left
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
@@ -100,7 +100,7 @@ class AllInOne:
             self._started.clear()
             # In parallel: each gets until the deadline to let its in-flight messages end.
             with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") as pool:
-                workers_clean = all(pool.map(lambda stop: stop(_left(deadline)), running))
+                workers_clean = all(pool.map(lambda stop: stop(time_left(deadline)), running))
         finally:
             self.bus.close()
             self.storage.close()
@@ -144,7 +144,3 @@ def run_all_in_one(settings: Settings, *, host: str, port: int) -> bool:
     finally:
         clean = server.stop()
     return clean and not failed
-
-
-def _left(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.0)

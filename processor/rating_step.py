@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from typing import Literal, Protocol
+from typing import Protocol
 
 from processor.rating import rater_for
+from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import decode_chunk
 from shared.contracts.chunk_result import encode_result, result_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
@@ -26,7 +27,6 @@ from shared.storage.ports import BlobContainer, Queue
 
 log = logging.getLogger(__name__)
 
-BatchState = Literal["accepted", "pending", "gone"]
 #: How many accepted batch ids a processor remembers.
 ACCEPTED_MEMORY = 1024
 

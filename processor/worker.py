@@ -48,6 +48,7 @@ from shared.contracts.batch_records import BatchRecords
 from shared.contracts.messages import TriggerEvent
 from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
+from shared.lifecycle import time_left
 from shared.listener import (
     Heartbeat,
     Lease,
@@ -188,8 +189,8 @@ class ProcessorWorker:
         wait = self.listener.config.visibility_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
         self.gate.stop()
-        subscriber_done = self.subscriber.stop(_left(deadline))
-        listener_done = self.listener.stop(_left(deadline))
+        subscriber_done = self.subscriber.stop(time_left(deadline))
+        listener_done = self.listener.stop(time_left(deadline))
         self.heartbeat.stop()
         log.info("processor %s stopped", self.instance_id)
         return subscriber_done and listener_done
@@ -229,7 +230,3 @@ class ProcessorWorker:
         """Events may have been missed while the subscription was down: look again."""
         self.gate.refresh()
         self.listener.on_work_detected()
-
-
-def _left(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.0)

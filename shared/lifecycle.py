@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -45,3 +46,8 @@ def run_until_signalled(start: Callable[[], None], stop: Callable[[], None]) -> 
         shutdown.wait()
     finally:
         stop()
+
+
+def time_left(deadline: float) -> float:
+    """Seconds until ``deadline`` (a ``time.monotonic()`` value), never negative."""
+    return max(deadline - time.monotonic(), 0.0)

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from shared.contracts.batch_status import FINAL_STATUSES
 from shared.domain.money import minor_exponent
 from shared.settings import Settings
 
@@ -29,7 +30,6 @@ API_KEY_OPTION = typer.Option(
     None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
 )
 JSON_OPTION = typer.Option(False, "--json", help="Print the API's JSON instead of a table.")
-FINAL_STATUSES = ("completed", "failed")
 WATCH_SECONDS = 1.0
 
 

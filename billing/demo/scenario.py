@@ -23,6 +23,7 @@ import httpx
 from billing.demo.cluster import Cluster, free_port
 from billing.sample_batches import write_batch_file
 from shared import meter
+from shared.contracts.batch_status import FINAL_STATUSES
 
 Backend = Literal["embedded", "azurite"]
 POLL_SECONDS = 0.25
@@ -138,7 +139,7 @@ def _wait_until_done(
     while time.monotonic() < deadline:
         cluster.check_alive()
         status: dict[str, Any] = client.get(f"/batches/{batch_id}").raise_for_status().json()
-        if status["status"] in ("completed", "failed"):
+        if status["status"] in FINAL_STATUSES:
             return status
         time.sleep(POLL_SECONDS)
     raise TimeoutError(f"batch {batch_id} did not complete within {timeout:.0f} s")

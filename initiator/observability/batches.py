@@ -17,7 +17,8 @@ from collections import Counter
 from pydantic import BaseModel, Field
 
 from initiator.schemas import BatchStatusView
-from shared.contracts.batch_records import BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.storage.ports import Table
 
 #: How many batches the dashboard lists.

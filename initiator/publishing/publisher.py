@@ -21,13 +21,8 @@ from initiator.publishing.payloads import PayloadWriter, StoredChunk
 from initiator.publishing.trigger import announce
 from initiator.publishing.work_items import send_work_items, work_items
 from shared.bus.ports import TriggerBus
-from shared.contracts.batch_records import (
-    BatchRecord,
-    BatchRecords,
-    BatchStatus,
-    StoredBatch,
-    utc_now,
-)
+from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch, utc_now
+from shared.contracts.batch_status import BatchStatus
 from shared.contracts.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
 from shared.domain.priority import PRIORITIES, Priority
 from shared.domain.transactions import ControlTotals

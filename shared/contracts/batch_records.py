@@ -1,22 +1,6 @@
-"""The batch record: one table entity per batch, and the states every role reads from it.
+"""The batch record: one table entity per batch, which every role reads.
 
-A batch moves through explicit states (rq-style registries, one place to read them):
-
-``receiving``
-    The initiator is streaming the body and writing payload blobs. Written before the first
-    blob, so that whatever a crash leaves behind can be found from the table alone.
-``accepting``
-    The batch is valid, its control totals are recorded, work items are being enqueued.
-``accepted``
-    Every work item is on its queue: from here the batch is never lost.
-``processing``, ``completed``, ``failed``
-    Set by the processors and the controller (later issues).
-``abandoned``
-    The initiator gave up on it (a failure while accepting) or the sweeper found it stuck
-    in ``receiving``/``accepting``; its blobs and record are being removed.
-
-Every transition is an ETag-conditional update, so the initiator's ``accepting → accepted``
-and the sweeper's ``accepting → abandoned`` cannot both win. Processors ask
+Its status is a :class:`~shared.contracts.batch_status.BatchStatus`; processors ask
 :func:`admission` before rating a work item.
 
 Records live in the batches table under one fixed partition (:data:`BATCH_PARTITION`, row
@@ -35,6 +19,7 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals
 from shared.storage.ports import Entity, Table
@@ -45,20 +30,6 @@ _WAREHOUSE_PREFIX = "warehouse_"
 #: A record names at most this many failed chunks (a table property holds 64 KiB); the
 #: controller's chunks table has them all.
 MAX_NAMED_FAILED_CHUNKS = 100
-
-
-class BatchStatus(StrEnum):
-    RECEIVING = "receiving"
-    ACCEPTING = "accepting"
-    ACCEPTED = "accepted"
-    PROCESSING = "processing"
-    COMPLETED = "completed"
-    FAILED = "failed"
-    ABANDONED = "abandoned"
-
-
-#: States in which the initiator is still working on the batch (or crashed while it was).
-UNFINISHED_INTAKE = frozenset({BatchStatus.RECEIVING, BatchStatus.ACCEPTING})
 
 
 class BatchRecord(BaseModel):
@@ -189,7 +160,7 @@ class BatchRecords:
             for entity in self._table.query(BATCH_PARTITION, status=status.value):
                 yield StoredBatch(BatchRecord.from_properties(entity.properties), entity.etag)
 
-    def state(self, batch_id: str) -> Literal["accepted", "pending", "gone"]:
+    def state(self, batch_id: str) -> BatchState:
         """The processor's question, answered by :func:`admission` (one table read)."""
         found = self.find(batch_id)
         verdict = admission(None if found is None else found.record)
@@ -202,6 +173,10 @@ class BatchRecords:
 
 def _entity(record: BatchRecord) -> Entity:
     return Entity(BATCH_PARTITION, record.batch_id, record.to_properties())
+
+
+#: What a processor learns of a work item's batch: rate it, wait for it, or drop the item.
+BatchState = Literal["accepted", "pending", "gone"]
 
 
 class Admission(StrEnum):
@@ -229,7 +204,7 @@ def admission(record: BatchRecord | None) -> Admission:
     return Admission.PROCESS
 
 
-_STATE_OF: dict[Admission, Literal["accepted", "pending", "gone"]] = {
+_STATE_OF: dict[Admission, BatchState] = {
     Admission.PROCESS: "accepted",
     Admission.WAIT: "pending",
     Admission.DROP: "gone",

@@ -6,11 +6,13 @@ stable: ordered by customer id, or by total (largest first, customer id breaking
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine, func, inspect, select
 
+from shared.domain.charges import CustomerSubtotal
 from shared.warehouse.models import Invoice
 
 InvoiceOrder = Literal["customer", "total"]
@@ -21,18 +23,11 @@ class WarehouseNotReadyError(RuntimeError):
     """The warehouse has no schema yet: no controller has started, no upgrade was run."""
 
 
-class InvoiceLine(BaseModel):
-    """One customer's invoice in a batch; amounts in minor units of ``currency``."""
+@dataclass(frozen=True, slots=True)
+class InvoiceLine(CustomerSubtotal):
+    """One customer's invoice in a batch: its sums, in minor units of ``currency``."""
 
-    customer_id: str
     currency: str
-    lines: int
-    quantity: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
 
 
 class InvoicePage(BaseModel):
@@ -69,7 +64,7 @@ class InvoiceReader:
             if order == "customer"
             else (Invoice.total.desc(), Invoice.customer_id)
         )
-        columns = [Invoice.__table__.c[name] for name in InvoiceLine.model_fields]
+        columns = [Invoice.__table__.c[field.name] for field in fields(InvoiceLine)]
         with self._engine.connect() as connection:
             count = connection.scalar(
                 select(func.count()).select_from(Invoice).where(Invoice.batch_id == batch_id)
@@ -87,7 +82,7 @@ class InvoiceReader:
             offset=offset,
             limit=limit,
             order=order,
-            invoices=[InvoiceLine.model_validate(dict(row._mapping)) for row in rows],
+            invoices=[InvoiceLine(**row._mapping) for row in rows],
         )
 
     def _check_ready(self) -> None:

@@ -22,11 +22,12 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+from shared.contracts.batch_status import WAREHOUSE_STATUSES, BatchStatus
 from shared.warehouse.types import UInt64, UtcDateTime
 
 #: Batch, transaction, customer, SKU and region ids are 1-64 characters (design §6).
 ID_LENGTH = 64
-BATCH_STATUSES = ("accepted", "processing", "completed", "failed")
+BATCH_STATUSES = tuple(status.value for status in WAREHOUSE_STATUSES)
 
 
 class Base(DeclarativeBase):
@@ -43,6 +44,16 @@ class Base(DeclarativeBase):
     )
 
 
+class Amounts:
+    """The amounts a charge carries and an invoice sums, in minor units of the currency."""
+
+    gross: Mapped[int] = mapped_column(BigInteger)
+    discount: Mapped[int] = mapped_column(BigInteger)
+    net: Mapped[int] = mapped_column(BigInteger)
+    tax: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[int] = mapped_column(BigInteger)
+
+
 class Batch(Base):
     """One accepted batch: what intake counted (control totals) and what the warehouse holds."""
 
@@ -57,7 +68,7 @@ class Batch(Base):
     transactions: Mapped[int] = mapped_column(BigInteger)
     chunks: Mapped[int] = mapped_column(Integer)
     pricebook_version: Mapped[str] = mapped_column(String(ID_LENGTH))
-    status: Mapped[str] = mapped_column(String(16), default="accepted")
+    status: Mapped[str] = mapped_column(String(16), default=BatchStatus.ACCEPTED.value)
     accepted_at: Mapped[datetime] = mapped_column(UtcDateTime)
     completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
     # Taken at intake (shared.domain.transactions.ControlTotals) ...
@@ -72,7 +83,7 @@ class Batch(Base):
     reconciled: Mapped[bool | None]
 
 
-class Charge(Base):
+class Charge(Amounts, Base):
     """One rated transaction. ``order_id`` comes from the blob allocator (seed 002)."""
 
     __tablename__ = "charges"
@@ -94,14 +105,9 @@ class Charge(Base):
     occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
     currency: Mapped[str] = mapped_column(String(3))
     unit_price: Mapped[int] = mapped_column(BigInteger)
-    gross: Mapped[int] = mapped_column(BigInteger)
-    discount: Mapped[int] = mapped_column(BigInteger)
-    net: Mapped[int] = mapped_column(BigInteger)
-    tax: Mapped[int] = mapped_column(BigInteger)
-    total: Mapped[int] = mapped_column(BigInteger)
 
 
-class Invoice(Base):
+class Invoice(Amounts, Base):
     """One customer's totals in one batch: the running sum of its chunks' subtotals."""
 
     __tablename__ = "invoices"
@@ -111,11 +117,6 @@ class Invoice(Base):
     currency: Mapped[str] = mapped_column(String(3))
     lines: Mapped[int] = mapped_column(BigInteger)
     quantity: Mapped[int] = mapped_column(BigInteger)
-    gross: Mapped[int] = mapped_column(BigInteger)
-    discount: Mapped[int] = mapped_column(BigInteger)
-    net: Mapped[int] = mapped_column(BigInteger)
-    tax: Mapped[int] = mapped_column(BigInteger)
-    total: Mapped[int] = mapped_column(BigInteger)
 
 
 class AppliedChunk(Base):

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from processor.rating import rater_for
-from shared.contracts.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.contracts.chunk_result import encode_result, result_blob_name
 from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.domain.charges import subtotals

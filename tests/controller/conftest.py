@@ -15,7 +15,8 @@ import pytest
 from sqlalchemy import Engine
 
 from controller.worker import ControllerWorker
-from shared.contracts.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.listener_settings import listener_config
 from shared.provision import ensure_resources
 from shared.settings import Settings

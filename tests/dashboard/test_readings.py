@@ -15,7 +15,8 @@ import pytest
 from initiator.observability.batches import read_batch_overview
 from initiator.observability.cache import TimedCache
 from initiator.observability.fleet import STALE_AFTER, read_live_processors
-from shared.contracts.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import Table
 from tests.dashboard.heartbeats import Figures, write_beat

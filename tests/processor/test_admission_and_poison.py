@@ -17,7 +17,8 @@ from datetime import timedelta
 import pytest
 
 from initiator.publishing import sweep_orphans
-from shared.contracts.batch_records import BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.contracts.chunk_payload import payload_blob_name
 from shared.contracts.messages import ChunkFailed
 from shared.listener import PoisonRecord

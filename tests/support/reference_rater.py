@@ -63,16 +63,13 @@ class ReferenceCharge:
 
     currency: str
     unit_price: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
+    amounts: Mapping[str, int]
+    """One value per name of :data:`FIGURES`."""
     ties: int
 
     def figures(self) -> dict[str, int]:
         """``{"gross": …, "discount": …, "net": …, "tax": …, "total": …}``"""
-        return {name: getattr(self, name) for name in FIGURES}
+        return {name: self.amounts[name] for name in FIGURES}
 
 
 def round_half_even(value: Fraction) -> int:
@@ -111,11 +108,13 @@ def reference_charge(
     return ReferenceCharge(
         currency=currency,
         unit_price=int(unit_price),
-        gross=gross,
-        discount=gross - net,
-        net=net,
-        tax=tax,
-        total=net + tax,
+        amounts={
+            "gross": gross,
+            "discount": gross - net,
+            "net": net,
+            "tax": tax,
+            "total": net + tax,
+        },
         ties=int(_is_tie(exact_discount)) + int(_is_tie(exact_tax)),
     )
 
@@ -129,5 +128,5 @@ def reference_invoices(book: Mapping[str, Any], lines: Iterable[Line]) -> dict[s
         invoice["lines"] += 1
         invoice["quantity"] += line.quantity
         for name in FIGURES:
-            invoice[name] += getattr(charge, name)
+            invoice[name] += charge.amounts[name]
     return dict(invoices)

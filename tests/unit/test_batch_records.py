@@ -13,9 +13,9 @@ from shared.contracts.batch_records import (
     Admission,
     BatchRecord,
     BatchRecords,
-    BatchStatus,
     admission,
 )
+from shared.contracts.batch_status import BatchStatus
 from shared.domain.transactions import ControlTotals
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import Entity

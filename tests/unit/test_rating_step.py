@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processor.rating_step import BatchNotYetAcceptedError, BatchState, RatingStep
+from processor.rating_step import BatchNotYetAcceptedError, RatingStep
+from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import encode_chunk, payload_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook, sample_pricebook
