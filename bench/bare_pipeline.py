@@ -1,6 +1,6 @@
 """The bare single-process pipeline: parse + rate + insert in one loop, no queues, no blobs.
 
-The yardstick of design §8's end-to-end figure: what one process does with the same batch
+The yardstick of the end-to-end figure: what one process does with the same batch
 file when nothing is distributed. It calls the production functions directly — the
 streaming validating parser (:func:`initiator.intake.parse_batch`, duplicates and control
 totals included), the rater (:func:`processor.rating.rater_for` and ``subtotals``) and the

@@ -3,7 +3,7 @@
     python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
 
 Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
-seed 7), in one run:
+random seed 7), in one run:
 
 * **end to end**: :func:`billing.demo.scenario.run_demo` starts initiator, processors (one
   process per core) and controller as processes on the embedded backend and times

@@ -3,8 +3,8 @@ hour, five ways side by side.
 
     python -m bench.idle [--quick] [--backend embedded|azurite] [--window SECONDS]
 
-Every storage request is billed (seed 000: a 1 s poll of one queue is 79,200 requests in 22
-idle hours). Four variants run at the same time, each in its own process on empty queues
+Every storage request is billed (a 1 s poll of one queue is 79,200 requests in 22 idle
+hours). Four variants run at the same time, each in its own process on empty queues
 (every priority x partition: 12 work queues with the defaults), and the meter counts their
 requests:
 
@@ -268,7 +268,7 @@ def add_results(
     report.conclude(
         f"naive polling costs {naive / max(per_hour['backoff'], 1):.0f}x the back-off and "
         f"{naive / max(per_hour['trigger'], 1):.0f}x back-off + trigger "
-        f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours: seed 000's 79,200)"
+        f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours)"
     )
     report.conclude(
         f"trigger receive calls (billed per call on Service Bus): {before:,.0f}/h before, "

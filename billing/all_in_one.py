@@ -1,12 +1,13 @@
 """``billing serve --all-in-one``: initiator, processor and controller in one process.
 
-Seed 004's *scale down*: a small deployment does not need separate workers. One process
-serves the HTTP API (the same app as ``billing initiator``), runs one
-:class:`~processor.worker.ProcessorWorker` and one :class:`~controller.worker.ControllerWorker`,
-and they share one storage account (embedded or Azure, as the settings say) and one
-:class:`~shared.bus.in_process.InProcessTriggerBus` — an in-memory subject in place of the
-trigger topic, so no Service Bus is needed. The queues stay: the work is as durable as in a
-scaled-out deployment, and separate workers pointed at the same storage could join in.
+Scale-down to one process (docs/patterns.md): a small deployment does not need separate
+workers. One process serves the HTTP API (the same app as ``billing initiator``), runs one
+:class:`~processor.worker.ProcessorWorker` and one
+:class:`~controller.worker.ControllerWorker`, and they share one storage account (embedded
+or Azure, as the settings say) and one :class:`~shared.bus.in_process.InProcessTriggerBus` —
+an in-memory subject in place of the trigger topic, so no Service Bus is needed. The queues
+stay: the work is as durable as in a scaled-out deployment, and separate workers pointed at
+the same storage could join in.
 
 Start order: resources, controller (migrates the warehouse), processor, then HTTP, so that
 the health check answers only once every role runs. Stop order (SIGTERM/SIGINT): HTTP stops

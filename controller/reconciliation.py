@@ -1,4 +1,4 @@
-"""Reconciliation: does the warehouse hold exactly the batch that intake accepted? (design §7)
+"""Reconciliation: does the warehouse hold exactly the batch that intake accepted?
 
 Intake took control totals of the batch file (:class:`~shared.domain.transactions.ControlTotals`:
 transaction count, quantity sum, id checksum). When a batch closes, the same three figures

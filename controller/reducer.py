@@ -1,4 +1,4 @@
-"""The reduce step: apply one rated chunk to the warehouse, exactly once (design §7).
+"""The reduce step: apply one rated chunk to the warehouse, exactly once.
 
 A chunk's result may arrive twice (a redelivered message, a controller that crashed between
 the commit and the message delete, two controllers that took the same message after a

@@ -6,8 +6,8 @@
     worker.stop(timeout)  # finish in-flight messages, then close the engine
 
 What happens to each message is :mod:`controller.results`; this module only wires it: the
-warehouse engine, one order-id allocator per process (seed 002), the batch records, and a
-:class:`~shared.listener.QueueListener` (seed 000) over the output queue and its poison
+warehouse engine, one order-id allocator per process, the batch records, and a
+:class:`~shared.listener.QueueListener` over the output queue and its poison
 queue. Any number of workers may run, in threads or processes: exactly-once comes from the
 warehouse (applied marks, conditional close), not from there being a single controller.
 """

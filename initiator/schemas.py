@@ -1,4 +1,4 @@
-"""The JSON bodies of the initiator's API (design §6), as pydantic models for OpenAPI."""
+"""The JSON bodies of the initiator's API, as pydantic models for OpenAPI."""
 
 from __future__ import annotations
 

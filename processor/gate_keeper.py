@@ -1,4 +1,4 @@
-"""The release gate in a processor (seed 002, "release the hounds").
+"""The release gate in a processor (docs/patterns.md).
 
 A processor may start **held**: its listener starts no dequeue thread until the gate opens.
 Two paths open (or close) it, as :mod:`shared.coordination.gate` explains: the broadcast on the

@@ -1,4 +1,4 @@
-"""The rater: price, discount and tax of one transaction, in integer minor units (design §6).
+"""The rater: price, discount and tax of one transaction, in integer minor units.
 
 For one transaction::
 

@@ -69,7 +69,7 @@ class Settings(BaseSettings):
     # --- intake --------------------------------------------------------------------------
     chunk_size: int = Field(default=2000, ge=1, le=50_000)
 
-    # --- listeners (seed 000) ------------------------------------------------------------
+    # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
     visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
     max_dequeue_count: int = Field(default=5, ge=1)
@@ -87,7 +87,7 @@ class Settings(BaseSettings):
         default_factory=lambda: list(PRIORITIES)
     )
 
-    # --- order ids (seed 002) ------------------------------------------------------------
+    # --- order ids --------------------------------------------------------------------
     id_range_size: int = Field(default=10_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 

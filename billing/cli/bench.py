@@ -1,4 +1,4 @@
-"""``billing bench [NAME] [--quick]``: run the benchmarks of ``bench/`` (design §8).
+"""``billing bench [NAME] [--quick]``: run the benchmarks of ``bench/``.
 
 The benchmarks live in the repository's ``bench/`` folder, not in the installed package:
 they are a developer's tool, run from a clone (``pip install -e .``). This command finds

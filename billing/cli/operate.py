@@ -1,4 +1,4 @@
-"""Operator commands: ``billing release`` and ``billing hold`` flip the release gate (seed 002).
+"""Operator commands: ``billing release`` and ``billing hold`` flip the release gate.
 
 Both write the durable flag (``gate/state.json`` in the control container), then broadcast
 the change on the trigger topic, so waiting processors react at once and processors started

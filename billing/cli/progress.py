@@ -27,7 +27,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
-from billing.cli.reports import FINAL_STATUSES, status_table
+from billing.cli.reports import status_table
+from shared.contracts.batch_status import FINAL_STATUSES
 
 POLL_SECONDS = 1.0
 

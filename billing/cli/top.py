@@ -28,7 +28,8 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 from rich.text import Text
 
-from billing.cli.reports import API_KEY_OPTION, FINAL_STATUSES, URL_OPTION
+from billing.cli.reports import API_KEY_OPTION, URL_OPTION
+from shared.contracts.batch_status import FINAL_STATUSES
 from shared.domain.priority import PRIORITIES
 from shared.settings import Settings
 

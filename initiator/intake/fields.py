@@ -1,4 +1,4 @@
-"""The field rules of design §6, applied to one line's values, fast path first.
+"""The batch file's field rules, applied to one line's values, fast path first.
 
 Every line goes through :meth:`TransactionValidator.accept`: one chain of cheap checks
 (precompiled regexes, cached pricebook and customer lookups, ``datetime.fromisoformat``

@@ -18,7 +18,7 @@ from initiator.observability.history import Sample
 from initiator.observability.rates import applied_transactions
 from initiator.observability.sampler import Reading
 from initiator.schemas import BatchStatusView
-from shared.contracts.batch_records import BatchStatus
+from shared.contracts.batch_status import BatchStatus
 from shared.domain.priority import PRIORITIES, Priority
 from shared.listener.source import poison_queue
 from shared.settings import Settings

@@ -1,9 +1,9 @@
 """Step 6 of publishing: one trigger event per accepted batch on the trigger topic.
 
-Seed 000's ``CloudQueueWorkDetectedTriggerEvent`` (storage account, queue names, payload
-size) plus the batch id, priority and chunk count, with the application properties
-``Priority`` (seed 003: subscriptions filter on it) and ``Kind`` = ``work`` (the topic also
-carries the release gate's broadcasts).
+The push trigger (docs/patterns.md): storage account, queue names, payload size, plus the
+batch id, priority and chunk count, with the application properties ``Priority``
+(subscriptions filter on it) and ``Kind`` = ``work`` (the topic also carries the release
+gate's broadcasts).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``POST /control/release`` and ``POST /control/hold``: the release gate (seed 002) over HTTP.
+"""``POST /control/release`` and ``POST /control/hold``: the release gate over HTTP.
 
 The same as ``billing release`` / ``billing hold``: the durable flag first, then the
 broadcast on the trigger topic (see :mod:`shared.coordination.gate`). ``GET /control/gate`` reads

@@ -1,8 +1,8 @@
 """The trigger bus port: a topic whose subscriptions filter on application properties.
 
-Seed 000 uses a Service Bus topic to push a *trigger event* to processors so they need not
-poll; seed 003 filters subscriptions on a ``Priority`` property; seed 002 broadcasts the
-release gate on the same kind of topic. Three backends implement this port:
+A Service Bus topic pushes a *trigger event* to processors so they need not poll
+(docs/patterns.md, "the push trigger"); subscriptions filter on a ``Priority`` property;
+the release gate broadcasts on the same topic. Three backends implement this port:
 ``shared.bus.servicebus`` (the azure-servicebus SDK), ``shared.bus.embedded`` (a local
 folder, no server) and ``shared.bus.in_process`` (memory, for all-in-one mode); the contract
 suite ``tests/contract/test_bus_contract.py`` holds them to the same behaviour.

@@ -1,8 +1,8 @@
 """The push trigger, receiving side: long receives on the trigger topic, never dying.
 
 The initiator publishes a :class:`~shared.contracts.messages.TriggerEvent` per accepted batch, with
-the application property ``Priority`` (seed 003), and the release gate a
-:class:`~shared.contracts.messages.GateEvent` with ``Kind=gate`` (seed 002). A processor turns them
+the application property ``Priority``, and the release gate a
+:class:`~shared.contracts.messages.GateEvent` with ``Kind=gate``. A processor turns them
 into ``listener.on_work_detected()`` and ``gate.on_event(...)``.
 
 **Cost of waiting.** Service Bus bills each receive call, however long it waited, so a

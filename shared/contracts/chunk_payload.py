@@ -1,8 +1,8 @@
 """The claim-check payload of one chunk: its validated transactions, as one gzip'd JSON blob.
 
 The initiator writes one payload blob per chunk (``<batch_id>/<chunk:06d>`` in the payloads
-container) and puts only a reference on the work queue (seed 000 and 004). A processor reads
-it back with :func:`decode_chunk`.
+container) and puts only a reference on the work queue (the claim check, docs/patterns.md).
+A processor reads it back with :func:`decode_chunk`.
 
 Why this encoding: one JSON document whose rows are arrays (not one object per line) costs a
 single ``json.dumps``/``json.loads`` call in C per chunk and no repeated field names, and

@@ -1,6 +1,6 @@
 """The small messages that travel on queues and the trigger topic (versioned with ``v``).
 
-Payloads never ride in a message (seed 000 and 004: the claim-check pattern): a work item
+Payloads never ride in a message (the claim check, docs/patterns.md): a work item
 names the chunk's blob, a result names the result blob. Messages stay a few hundred bytes,
 far below the 64 KiB queue limit.
 """
@@ -68,10 +68,10 @@ class ChunkFailed(_Message):
 
 
 class TriggerEvent(_Message):
-    """Seed 000's ``CloudQueueWorkDetectedTriggerEvent``: there is work on these queues.
+    """The push trigger's event: there is work on these queues.
 
     Published once per accepted batch on the trigger topic, with the application property
-    ``Priority`` so that subscriptions can filter on it (seed 003).
+    ``Priority`` so that subscriptions can filter on it.
     """
 
     v: Literal[1] = 1
@@ -89,7 +89,7 @@ class TriggerEvent(_Message):
 
 
 class GateEvent(_Message):
-    """Seed 002's "release the hounds" broadcast: the gate was opened or closed."""
+    """The release gate's broadcast: the gate was opened or closed."""
 
     v: Literal[1] = 1
     kind: Literal["gate"] = "gate"

@@ -1,7 +1,6 @@
-"""The release gate (seed 002, "release the hounds").
+"""The release gate (docs/patterns.md).
 
-Pre-started workers wait until an operator releases them. The seed offers two ways and
-leaves combining them to the reader; we combine them:
+Pre-started workers wait until an operator releases them. Two mechanisms, combined:
 
 * a **blob flag** (``gate/state.json`` in the control container) is the durable truth: a
   worker reads it when it starts and again on every slow poll, so a worker started after

@@ -1,6 +1,6 @@
-"""Order ids from a counter blob, reserved in ranges with ETag optimistic concurrency (seed 002).
+"""Order ids from a counter blob, reserved in ranges with ETag optimistic concurrency.
 
-Seed 002's ``UniqueIdGenerator``: a small blob holds the last id handed out by anyone. To get
+Blob-range order ids (docs/patterns.md): a small blob holds the last id handed out by anyone. To get
 ids, a process reads the value and its ETag, writes ``value + range_size`` on the condition
 that the ETag has not moved (``If-Match``), and then hands out ``value + 1 … value +
 range_size`` from memory without touching storage again. If another process won the race
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 DEFAULT_COUNTER_BLOB = "counters/order-id"
 #: Order ids land in a signed 64-bit SQL ``BIGINT``; never reserve past it.
 MAX_ORDER_ID = 2**63 - 1
-#: Seed 002 stores the counter as decimal text; anything longer than this is not ours.
+#: The counter is stored as decimal text; anything longer than this is not ours.
 _MAX_COUNTER_TEXT = 32
 
 
@@ -108,7 +108,7 @@ class OrderIdAllocator:
                 self._next_free, self._range_end = first + shortfall, last
             return ids
 
-    # --- the seed's UpdateFromSyncStore ---------------------------------------------------
+    # --- the optimistic write of a range -----------------------------------------------
     def _reserve(self, size: int) -> tuple[int, int]:
         """Reserve ``size`` ids in the blob; returns the first and last id reserved."""
         for attempt in range(self._max_retries + 1):  # the first run is not a re-try

@@ -1,4 +1,4 @@
-"""The pricebook: unit prices, tiered discounts and regional taxes (design §6).
+"""The pricebook: unit prices, tiered discounts and regional taxes.
 
 A pricebook is uploaded as JSON, validated here once, and then pinned to every batch
 accepted while it is current. Validation is strict on purpose: decimals must be JSON strings

@@ -1,9 +1,9 @@
-"""A transaction of a batch file, and the control totals that prove none was lost (design §6-7).
+"""A transaction of a batch file, and the control totals that prove none was lost.
 
 ``Transaction`` is a plain slotted dataclass rather than a pydantic model: the initiator's
 parser creates one per line, millions a day, and it has already validated every field by
-then (see the batch-file rules in design §6), so a second validation here would only cost
-time. Build one only from that parser, from a chunk payload, or in tests.
+then (the batch-file rules of ``initiator/intake/fields.py``), so a second validation here
+would only cost time. Build one only from that parser, from a chunk payload, or in tests.
 
 It is deliberately not ``frozen``: a frozen dataclass's ``__init__`` sets each field through
 ``object.__setattr__``, which made creating one about four times dearer (~0.65 µs against

@@ -1,12 +1,12 @@
-"""The multi-threaded queue listener of seed 000, one idea per module.
+"""The depth-scaled queue listener (docs/patterns.md), one idea per module.
 
 ========================  ==========================================================
 ``engine.QueueListener``  threads scaled by depth, retired when idle, safety poll
-``dequeue``               one dequeue thread's loop (``DequeueTaskMain``)
+``dequeue``               one dequeue thread's loop
 ``handling``              one message: handler, delete only after, errors, poison
-``backoff.Backoff``       randomized exponential back-off (``HandleQueueEmptyEvent``)
-``scaling.ScalingRule``   depth → threads (``GetOptimalDequeueTaskCount``)
-``state.ListenerState``   counters and snapshot (``CloudQueueListenerInfo``)
+``backoff.Backoff``       randomized exponential back-off on an empty queue
+``scaling.ScalingRule``   depth → threads (the scaling rule)
+``state.ListenerState``   counters and snapshot
 ``priority``              high before normal before low, partitions, minimum share
 ``renewal``               ``Lease`` and visibility renewal with the newest pop receipt
 ``poison``                ``<queue>-poison`` records and the ``on_poison`` callback

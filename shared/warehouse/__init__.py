@@ -1,4 +1,4 @@
-"""The SQL warehouse: models, the engine factory and the Alembic migrations (design §6)."""
+"""The SQL warehouse: models, the engine factory and the Alembic migrations."""
 
 from shared.warehouse.engine import make_engine
 from shared.warehouse.migrate import upgrade

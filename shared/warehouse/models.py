@@ -1,4 +1,4 @@
-"""The warehouse tables (design §6): batches, charges, invoices and the applied-chunk marks.
+"""The warehouse tables: batches, charges, invoices and the applied-chunk marks.
 
 Every amount is an integer of the currency's minor unit (``BIGINT``), never a float or a
 decimal: the processors rate in integers and the warehouse only ever adds them. The schema
@@ -25,7 +25,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from shared.contracts.batch_status import WAREHOUSE_STATUSES, BatchStatus
 from shared.warehouse.types import UInt64, UtcDateTime
 
-#: Batch, transaction, customer, SKU and region ids are 1-64 characters (design §6).
+#: Batch, transaction, customer, SKU and region ids are 1-64 characters.
 ID_LENGTH = 64
 BATCH_STATUSES = tuple(status.value for status in WAREHOUSE_STATUSES)
 
@@ -84,7 +84,7 @@ class Batch(Base):
 
 
 class Charge(Amounts, Base):
-    """One rated transaction. ``order_id`` comes from the blob allocator (seed 002)."""
+    """One rated transaction. ``order_id`` comes from the blob-range allocator."""
 
     __tablename__ = "charges"
     __table_args__ = (

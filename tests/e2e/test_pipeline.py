@@ -89,7 +89,7 @@ def read_transactions(path: Path, spec: BatchSpec) -> list[Transaction]:
 
 
 def expected_control_totals(transactions: list[Transaction]) -> dict[str, int]:
-    """Design §7's control totals computed here: count, quantity sum, and the sum modulo
+    """The control totals computed here: count, quantity sum, and the sum modulo
     2**64 of each id's 8-byte blake2b digest read big-endian."""
     checksum = sum(
         int.from_bytes(hashlib.blake2b(tx.transaction_id.encode(), digest_size=8).digest(), "big")

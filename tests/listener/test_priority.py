@@ -1,4 +1,4 @@
-"""Seeds 003 and 004: priority order, every partition read, and a minimum share for low."""
+"""Priority order, every partition read, and a minimum share for low."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 000 ``GetOptimalDequeueTaskCount``: the depth → threads rule from settings."""
+"""The scaling rule: depth → threads, from settings."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The release gate (seed 002) in the processor, on the embedded backend.
+"""The release gate in the processor, on the embedded backend.
 
 Held processors make no queue request; a release wakes every one of them (printed latency,
 bounded by the issue's 100 ms); a processor started after the release works at once; a

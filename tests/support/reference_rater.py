@@ -1,4 +1,4 @@
-"""The tests' independent reference rater: design §6 applied literally to the pricebook JSON.
+"""The tests' independent reference rater: the rating rules applied literally to the pricebook JSON.
 
 Every test that checks an amount the system computed (a result blob, a warehouse row, an
 invoice) compares it with this module, so it deliberately shares nothing with production
