@@ -18,20 +18,12 @@ storage close — all within :data:`STOP_TIMEOUT_SECONDS`.
 from __future__ import annotations
 
 import logging
-import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 
-import uvicorn
-
-from controller.worker import ControllerWorker
-from initiator.app import create_app
-from processor.worker import ProcessorWorker
+from billing.deployment import Deployment
 from shared.bus.in_process import InProcessTriggerBus
-from shared.lifecycle import Shutdown, time_left
+from shared.lifecycle import Shutdown
 from shared.provision import ensure_resources
 from shared.settings import Settings
-from shared.storage import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -39,8 +31,6 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_SECONDS = 4.0
 #: Of which HTTP gets this long (whole seconds, as uvicorn takes it) to finish its requests.
 HTTP_GRACE_SECONDS = 1
-#: How long start-up waits for the HTTP server to listen.
-HTTP_START_TIMEOUT_SECONDS = 60.0
 #: How often the main thread checks that the HTTP server is still running.
 WATCH_SECONDS = 1.0
 
@@ -50,37 +40,27 @@ class AllInOne:
 
     def __init__(self, settings: Settings, *, host: str, port: int) -> None:
         self.settings = settings
-        self.storage = open_storage(settings)
-        self.bus = InProcessTriggerBus(settings.trigger_topic)
-        try:  # built first: an app that cannot start (no API key) fails before anything runs
-            app = create_app(settings, connections=(self.storage, self.bus))
-        except BaseException:
-            self.storage.close()
-            raise
-        self.http = uvicorn.Server(
-            uvicorn.Config(
-                app,
-                host=host,
-                port=port,
-                lifespan="on",  # a failing start-up must stop the server, not be skipped
-                log_level="info",
-                timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
-            )
+        self.deployment = Deployment(
+            settings, bus=InProcessTriggerBus(settings.trigger_topic), provision=False
         )
-        self.controller = ControllerWorker(settings, self.storage, bus=self.bus)
-        self.processor = ProcessorWorker(settings, self.storage, self.bus)
-        self._http_thread = threading.Thread(target=self.http.run, name="http", daemon=True)
-        self._started: list[str] = []
+        try:  # built first: an app that cannot start (no API key) fails before anything runs
+            self.http = self.deployment.initiator(
+                host=host, port=port, grace_seconds=HTTP_GRACE_SECONDS
+            )
+        except BaseException:
+            self.deployment.close()
+            raise
+        self.storage, self.bus = self.deployment.storage, self.deployment.bus
+        self.controller = self.deployment.controller()
+        self.processor = self.deployment.processor()
 
     def start(self) -> None:
         """Start every role; on failure, stop what started and re-raise."""
         try:
             ensure_resources(self.settings, self.storage, self.bus)
-            self.controller.start()
-            self._started.append("controller")
-            self.processor.start()
-            self._started.append("processor")
-            self._start_http()
+            self.deployment.start(self.controller)
+            self.deployment.start(self.processor)
+            self.deployment.start(self.http, front=True)
         except BaseException:
             self.stop()
             raise
@@ -89,44 +69,13 @@ class AllInOne:
     @property
     def serving(self) -> bool:
         """True while the HTTP server runs (it may end on its own, e.g. on a fatal error)."""
-        return self._http_thread.is_alive()
+        return self.http.serving
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
         """Stop HTTP, then both workers, then close bus and storage. True if all was clean."""
-        deadline = time.monotonic() + timeout
-        try:
-            http_clean = self._stop_http(min(HTTP_GRACE_SECONDS + 1.0, timeout))
-            workers = {"processor": self.processor.stop, "controller": self.controller.stop}
-            running = [workers[name] for name in self._started]
-            self._started.clear()
-            # In parallel: each gets until the deadline to let its in-flight messages end.
-            with ThreadPoolExecutor(max_workers=2, thread_name_prefix="stop") as pool:
-                workers_clean = all(pool.map(lambda stop: stop(time_left(deadline)), running))
-        finally:
-            self.bus.close()
-            self.storage.close()
-        clean = http_clean and workers_clean
+        clean = self.deployment.close(timeout)
         log.info("all-in-one stopped (%s)", "clean" if clean else "some work was left running")
         return clean
-
-    def _start_http(self) -> None:
-        self._http_thread.start()
-        deadline = time.monotonic() + HTTP_START_TIMEOUT_SECONDS
-        while not self.http.started:
-            if not self._http_thread.is_alive():
-                raise RuntimeError("the HTTP server did not start (see the log above)")
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the HTTP server did not start in {HTTP_START_TIMEOUT_SECONDS}s"
-                )
-            time.sleep(0.05)
-
-    def _stop_http(self, timeout: float) -> bool:
-        if not self._http_thread.is_alive():
-            return True
-        self.http.should_exit = True  # uvicorn notices within 0.1 s, then stops accepting
-        self._http_thread.join(timeout)
-        return not self._http_thread.is_alive()
 
 
 def run_all_in_one(settings: Settings, *, host: str, port: int) -> bool:

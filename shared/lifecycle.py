@@ -1,4 +1,4 @@
-"""Run a role until SIGINT or SIGTERM, then stop it cleanly."""
+"""The lifecycle every role shares (start, stop, snapshot), and running one until a signal."""
 
 from __future__ import annotations
 
@@ -8,8 +8,27 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Protocol
+
+from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
+
+
+class Role(Protocol):
+    """A running part of a deployment: the initiator's server, a processor, a controller."""
+
+    def start(self) -> None:
+        """Start; raise if it cannot, having stopped whatever it had started."""
+        ...
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop within ``timeout`` seconds; ``True`` if all in-flight work finished."""
+        ...
+
+    def snapshot(self) -> BaseModel:
+        """What it is doing now."""
+        ...
 
 
 class Shutdown:

@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from billing.cli.app import app as billing
 from billing.demo.cluster import free_port
 from billing.sample_batches import generate_lines
+from shared.contracts.batch_status import FINAL_STATUSES
 from shared.domain.transactions import Transaction
 from tests.support.deployment_settings import (
     azurite_connection_string,
@@ -41,7 +42,7 @@ CHUNK_SIZE = 50
 TRANSACTIONS = 300
 #: A supervisor's usual grace between SIGTERM and SIGKILL; the command must be done by then.
 STOP_LIMIT_SECONDS = 5.0
-CLOSED = ("completed", "failed")
+CLOSED = FINAL_STATUSES
 SERVE_COMMAND = (sys.executable, "-m", "billing.cli", "serve", "--all-in-one")
 
 
