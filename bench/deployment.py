@@ -1,4 +1,5 @@
-"""A throw-away deployment for a benchmark: settings, storage, bus, and real batches on the queues.
+"""A throw-away deployment for a benchmark (:class:`billing.deployment.Deployment`), and real
+batches on its queues.
 
     with open_deployment("azurite", quick=False) as deployment:
         batch = deployment.accept_batch(transactions=20_000, chunk_size=2_000)
@@ -18,23 +19,18 @@ import hashlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from billing import deployment as composition
 from billing.sample_batches import generate_lines
 from initiator.acceptance import BatchAcceptance, BatchRequest
 from initiator.publishing import FaultHook, Publisher
-from shared.bus import open_bus
-from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord
 from shared.domain.pricebook import sample_pricebook
 from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
-from shared.provision import ensure_resources
 from shared.settings import Settings
-from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
 
 Backend = Literal["embedded", "azurite"]
 BACKENDS: tuple[Backend, ...] = ("embedded", "azurite")
@@ -68,12 +64,12 @@ def batch_file(transactions: int, *, seed: int = 7, customers: int = 500) -> byt
     return "".join(lines).encode()
 
 
-@dataclass
-class Deployment:
-    backend: Backend
-    settings: Settings
-    storage: StorageAccount
-    bus: TriggerBus
+class Deployment(composition.Deployment):
+    """The composition's deployment on ``backend``, and a way to put real batches on it."""
+
+    def __init__(self, backend: Backend, settings: Settings) -> None:
+        super().__init__(settings)
+        self.backend = backend
 
     def accept_batch(
         self,
@@ -127,11 +123,6 @@ def open_deployment(backend: Backend, **settings: Any) -> Iterator[Deployment]:
         if backend == "azurite":
             connection_string = stack.enter_context(azurite_connection_string())
         config = bench_settings(root, connection_string, **settings)
-        storage = open_storage(config)
-        stack.callback(storage.close)
-        bus = open_bus(config)
-        stack.callback(bus.close)
-        ensure_resources(config, storage, bus)
-        deployment = Deployment(backend, config, storage, bus)
+        deployment = stack.enter_context(Deployment(backend, config))
         deployment.pricebooks().install_if_missing(sample_pricebook())
         yield deployment

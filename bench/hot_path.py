@@ -24,7 +24,6 @@ from sqlalchemy import select
 
 from bench.deployment import Deployment
 from bench.drain import drain
-from controller.worker import ControllerWorker
 from shared import meter
 from shared.listener_settings import listener_config
 from shared.warehouse import Batch, make_engine
@@ -56,7 +55,7 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
     processor = drain(settings, threads=threads, items=record.chunks).requests
 
     before = meter.snapshot()
-    worker = ControllerWorker(settings, deployment.storage)
+    worker = deployment.controller(trigger=False)
     worker.start()
     try:
         reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)

@@ -73,7 +73,10 @@ class AllInOne:
 
     def stop(self, timeout: float = STOP_TIMEOUT_SECONDS) -> bool:
         """Stop HTTP, then both workers, then close bus and storage. True if all was clean."""
-        clean = self.deployment.close(timeout)
+        try:
+            clean = self.deployment.stop(timeout)
+        finally:
+            self.deployment.close()
         log.info("all-in-one stopped (%s)", "clean" if clean else "some work was left running")
         return clean
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from types import TracebackType
 from typing import Any, TypeVar
 
 from controller.worker import ControllerWorker
@@ -26,6 +25,7 @@ from initiator.server import InitiatorServer
 from processor.worker import ProcessorWorker
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
+from shared.closing import Closing
 from shared.lifecycle import Role, time_left
 from shared.provision import ensure_resources
 from shared.settings import Settings
@@ -36,7 +36,7 @@ R = TypeVar("R", bound=Role)
 C = TypeVar("C", StorageAccount, TriggerBus)
 
 
-class Deployment:
+class Deployment(Closing):
     """``settings``' storage and bus (or ``bus``), provisioned, and the roles started on them.
 
     It stops what it started and closes what it opened, whatever happens in between.
@@ -116,23 +116,12 @@ class Deployment:
                 results += pool.map(lambda role: role.stop(time_left(deadline)), workers)
         return all(results)
 
-    def close(self, timeout: float = 5.0) -> bool:
-        """Stop every role, then close every connection; ``True`` if the stop was clean."""
+    def close(self) -> None:
+        """Stop every role still running, then close every connection."""
         try:
-            return self.stop(timeout)
+            self.stop()
         finally:
             self._resources.close()
-
-    def __enter__(self) -> Deployment:
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _close_later(self, connection: C) -> C:
         self._resources.callback(connection.close)
