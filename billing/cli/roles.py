@@ -74,7 +74,7 @@ def _priorities(text: str) -> list[Priority]:
 
 def controller() -> None:
     """Run the controller: reduce rated chunks into the warehouse, close and reconcile."""
-    from controller.service import run_controller
+    from billing.controller_process import run_controller
 
     configure_logging()
     run_controller(Settings())

@@ -1,4 +1,5 @@
-"""``billing controller``: run one :class:`~controller.worker.ControllerWorker` until signalled.
+"""``billing controller``: one :class:`~controller.worker.ControllerWorker`, assembled by
+:class:`~billing.deployment.Deployment`, until signalled.
 
 SIGTERM (what Kubernetes, Container Apps and ``billing demo`` send) and SIGINT stop it
 within :data:`STOP_TIMEOUT_SECONDS`: in-flight messages get that long to finish; one still
@@ -9,12 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from controller.worker import ControllerWorker
-from shared.bus import open_bus
+from billing.deployment import Deployment
 from shared.lifecycle import run_until_signalled
 from shared.provision import ensure_resources
 from shared.settings import Settings
-from shared.storage import open_storage
 
 log = logging.getLogger(__name__)
 
@@ -24,17 +23,16 @@ STOP_TIMEOUT_SECONDS = 4.0
 
 def run_controller(settings: Settings) -> None:
     """Provision, start, block until SIGTERM/SIGINT, stop."""
-    storage = open_storage(settings)
-    bus = open_bus(settings)
-    worker = ControllerWorker(settings, storage, bus=bus)
+    deployment = Deployment(settings, provision=False)
+    worker = deployment.controller()
 
     def start() -> None:
-        ensure_resources(settings, storage, bus)
-        worker.start()
+        ensure_resources(settings, deployment.storage, deployment.bus)
+        deployment.start(worker)
 
     def stop() -> None:
         try:
-            clean = worker.stop(STOP_TIMEOUT_SECONDS)
+            clean = deployment.stop(STOP_TIMEOUT_SECONDS)
             snapshot = worker.snapshot()
             log.info(
                 "controller %s stopped (%s): %d chunks applied, %d skipped, %d failures "
@@ -47,7 +45,6 @@ def run_controller(settings: Settings) -> None:
                 snapshot.batches_closed,
             )
         finally:
-            bus.close()
-            storage.close()
+            deployment.close()
 
     run_until_signalled(start, stop)
