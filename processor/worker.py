@@ -64,6 +64,8 @@ log = logging.getLogger(__name__)
 
 #: How long :meth:`ProcessorWorker.start` waits for its trigger subscription(s) to open.
 SUBSCRIBE_WAIT_SECONDS = 10.0
+#: A busy processor's heartbeat interval: what readers of its figures may lag behind.
+HEARTBEAT_BUSY_SECONDS = 10.0
 
 
 class WorkerSnapshot(BaseModel):
@@ -93,7 +95,7 @@ class ProcessorWorker:
         gate_poll_seconds: float | None = None,
         per_instance_subscriptions: bool | None = None,
         trigger_receive_seconds: float = RECEIVE_SECONDS,
-        heartbeat_busy_seconds: float = 10.0,
+        heartbeat_busy_seconds: float = HEARTBEAT_BUSY_SECONDS,
         heartbeat_idle_seconds: float = 60.0,
         **listener_overrides: Any,
     ) -> None:
