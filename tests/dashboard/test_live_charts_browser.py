@@ -34,9 +34,12 @@ with contextlib.suppress(ImportError):  # without the dev extra, require_chromiu
 API_KEY = "live-charts-test-key"
 AUTH = {"Authorization": f"Bearer {API_KEY}"}
 APPEAR_MS = 30_000
-#: Enough chunks for several seconds of work and a scaling rule that reaches 3 threads.
-TRANSACTIONS = 40_000
-CHUNK_SIZE = 100
+#: Enough chunks for a scaling rule that reaches 3 threads, each large enough that the
+#: processors stay busy for several of the sampler's one-second readings (with 400 chunks of
+#: 100 a CI run's chart once saw no more than 1 thread: the rating was over within a reading
+#: or two, and the threads read are those of the processor's latest heartbeat).
+TRANSACTIONS = 80_000
+CHUNK_SIZE = 200
 COMPLETE_MS = 180_000
 
 
