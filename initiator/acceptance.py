@@ -114,6 +114,7 @@ class BatchAcceptance:
             content_encoding=request.content_encoding,
             pricebook=pricebook,
             max_decompressed_bytes=self._settings.max_decompressed_bytes,
+            checkpoint=body.checkpoint,
         )
         try:
             with reader:

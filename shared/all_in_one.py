@@ -25,6 +25,7 @@ import uvicorn
 
 from controller.worker import ControllerWorker
 from initiator.app import create_app
+from initiator.serving import server_config
 from processor.worker import ProcessorWorker
 from shared.bus.in_process import InProcessTriggerBus
 from shared.lifecycle import Shutdown
@@ -57,12 +58,12 @@ class AllInOne:
             self.storage.close()
             raise
         self.http = uvicorn.Server(
-            uvicorn.Config(
+            server_config(
                 app,
+                settings,
                 host=host,
                 port=port,
                 lifespan="on",  # a failing start-up must stop the server, not be skipped
-                log_level="info",
                 timeout_graceful_shutdown=HTTP_GRACE_SECONDS,
             )
         )
