@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -44,10 +45,8 @@ def initiator(
         timeout_graceful_shutdown=3,
     )
     server = uvicorn.Server(config)
-    try:
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run()
-    except KeyboardInterrupt:
-        pass
     if not server.started:
         raise typer.Exit(3)  # uvicorn's own code for a failed start-up
 
