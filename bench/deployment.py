@@ -60,9 +60,6 @@ class BytesBody:
     def drain(self) -> None:
         self.bytes_read = len(self._data)
 
-    def checkpoint(self) -> None:
-        pass  # no client to hang up
-
 
 def batch_file(transactions: int, *, seed: int = 7, customers: int = 500) -> bytes:
     """A realistic CSV batch consistent with the sample pricebook (``billing generate``)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import islice
@@ -52,6 +52,8 @@ class BatchRequest:
     content_type: str | None
     content_encoding: str | None
     idempotency_key: str | None = None
+    checkpoint: Callable[[], None] | None = None
+    """Called while parsing; raises to stop the intake (the client has hung up)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ class BatchAcceptance:
             content_encoding=request.content_encoding,
             pricebook=pricebook,
             max_decompressed_bytes=self._settings.max_decompressed_bytes,
-            checkpoint=body.checkpoint,
+            checkpoint=request.checkpoint,
         )
         try:
             with reader:

@@ -59,9 +59,6 @@ class RequestBody(Protocol):
 
     def drain(self) -> None: ...
 
-    def checkpoint(self) -> None:
-        """Raise if the intake should stop now (the client hung up); called while parsing."""
-
 
 class BlockingBody:
     """An iterable of body blocks for a worker thread started by ``anyio.to_thread``."""
@@ -111,6 +108,7 @@ class BlockingBody:
         self._client_gone.set()
 
     def checkpoint(self) -> None:
+        """Raise ``ClientDisconnect`` once the client has hung up (called while parsing)."""
         if self._client_gone.is_set():
             raise ClientDisconnect()
 

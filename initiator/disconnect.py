@@ -33,10 +33,14 @@ async def unless_client_leaves(
             pass  # nothing else can come after the whole body
         body.client_gone()
 
+    failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(watch)
         try:
             result = await work()
-        finally:
-            group.cancel_scope.cancel()
+        except Exception as error:  # raised below, outside the group: not as a group
+            failure = error
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
     return result

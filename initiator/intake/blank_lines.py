@@ -3,14 +3,14 @@
 Blank lines are skipped, not records, so no other limit counts them: without a cap, a
 small gzip body of a header and a gigabyte of newlines keeps the parser busy for minutes
 before the answer is "no transactions". A real file has a handful; the cap is far above
-that and far below what costs noticeable time (10,000 blank lines take about a millisecond).
+that and far below what costs noticeable time (100,000 blank lines take milliseconds).
 """
 
 from __future__ import annotations
 
 from initiator.intake.problems import ProblemCollector, Status
 
-MAX_BLANK_LINES = 10_000
+MAX_BLANK_LINES = 100_000
 
 
 class BlankLines:

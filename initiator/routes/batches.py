@@ -68,17 +68,18 @@ async def submit_batch(
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return too_large(limit)  # before reading a byte
-    batch = BatchRequest(
-        priority=priority,
-        content_type=request.headers.get("content-type"),
-        content_encoding=request.headers.get("content-encoding"),
-        idempotency_key=idempotency_key,
-    )
     pace = BodyPace(
         idle_timeout=settings.request_body_idle_timeout_seconds,
         min_bytes_per_second=settings.request_body_min_bytes_per_second,
     )
     body = BlockingBody(request.stream(), limit=limit, pace=pace)
+    batch = BatchRequest(
+        priority=priority,
+        content_type=request.headers.get("content-type"),
+        content_encoding=request.headers.get("content-encoding"),
+        idempotency_key=idempotency_key,
+        checkpoint=body.checkpoint,
+    )
     slots: IntakeSlots = request.app.state.intake_slots
     accept = partial(services.acceptance.accept, body, batch)
     with slots.claim():
