@@ -54,7 +54,6 @@ class Settings(BaseSettings):
     #: Where ``Location`` and ``status_url`` point, e.g. ``https://billing.example.com``;
     #: unset: relative URLs (``/batches/{id}``). Never taken from the request's ``Host``.
     public_base_url: str | None = None
-
     #: An intake whose record has been silent this long died (a live upload refreshes it
     #: every minute): the sweeper removes it and frees its Idempotency-Key.
     orphan_age_seconds: float = Field(default=300.0, gt=0)
