@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Protocol
 
@@ -125,15 +126,19 @@ class BlockingBody:
             if part:
                 parts.append(part)
                 size += len(part)
-                self._pace.received(len(part))
         return b"".join(parts)
 
     async def _next_part(self) -> bytes:
         wait = self._pace.next_wait()
         if wait <= 0:
             raise BodyTimeoutError(self._pace)
+        started = time.monotonic()
+        part = b""
         try:
             with anyio.fail_after(wait):
-                return await anext(self._stream)
+                part = await anext(self._stream)
         except TimeoutError:
             raise BodyTimeoutError(self._pace) from None
+        finally:
+            self._pace.record(waited=time.monotonic() - started, received=len(part))
+        return part
