@@ -25,7 +25,7 @@ from initiator.intake.problems import Problem
 from initiator.intake_slots import RETRY_AFTER_SECONDS, IntakesBusyError
 from initiator.publishing import IntakeOutcomeUnknownError
 from initiator.schemas import ProblemDetails
-from shared.pricebook_store import NoPricebookError
+from shared.domain.pricebook_store import NoPricebookError
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from initiator.intake.blank_lines import BlankLines
 from initiator.intake.fields import MAX_QUANTITY, MAX_QUANTITY_DIGITS, TransactionValidator
 from initiator.intake.header import required_columns
 from initiator.intake.problems import ProblemCollector, Status, StopScanning
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 
 def csv_records(

@@ -30,7 +30,7 @@ from initiator.intake.problems import (
     StopScanning,
 )
 from shared.closing import Closing
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 1024**3
 """1 GiB: the 1 GB batches the design expects, and what a sample deployment can afford to

@@ -31,8 +31,8 @@ from initiator.idempotency import MAX_KEY_LENGTH
 from initiator.intake_slots import IntakeSlots
 from initiator.openapi import BATCH_FILE_BODY
 from initiator.schemas import BatchAccepted, BatchStatusView, ProblemDetails
-from shared.batch_records import BatchRecord
-from shared.settings import Priority
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.priority import Priority
 
 router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 

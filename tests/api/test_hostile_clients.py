@@ -19,6 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from billing.deployment import Deployment
 from initiator.dependencies import Services
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import API_KEY, AUTH
@@ -29,6 +30,7 @@ from tests.support.live_initiator import (
     LiveInitiator,
     answered,
     body_of,
+    free_port,
     header_of,
     read_until_closed,
     request_head,
@@ -78,6 +80,19 @@ def test_headers_that_never_end_are_answered_408_and_the_connection_closed(
         # An idle kept-alive connection is not cut by it (uvicorn's keep-alive governs it).
         with httpx.Client(base_url=live.base_url) as http:
             assert http.get("/healthz").status_code == 200
+
+
+def test_all_in_one_serves_the_api_with_the_same_header_timeout(
+    make_settings: SettingsFactory,
+) -> None:
+    with Deployment(make_settings(request_header_timeout_seconds=1.0)) as deployment:
+        port = free_port()
+        deployment.start(deployment.initiator(port=port, log_level="warning"), front=True)
+        address = ("127.0.0.1", port)
+        with socket.create_connection(address, timeout=ANSWER_TIMEOUT_SECONDS) as client:
+            client.sendall(b"GET /healthz HTTP/1.1\r\nHost: initiator\r\nAccept: app")
+            answer = read_until_closed(client)
+        assert status_of(answer) == 408
 
 
 def test_a_body_that_stalls_is_answered_408_and_leaves_no_trace(

@@ -17,8 +17,8 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from controller.warehouse import upgrade
 from shared.settings import Settings
+from shared.warehouse import upgrade
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import API_KEY, AUTH
 from tests.support.deployment_settings import SettingsFactory, stack_settings_factory

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
+from shared.warehouse import make_engine
+from shared.warehouse.models import Charge
 from tests.api.batch_files import csv_file, row
 from tests.e2e.conftest import SettingsFactory
 from tests.e2e.pipeline import running_pipeline

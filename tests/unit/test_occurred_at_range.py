@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from controller.warehouse.types import UtcDateTime
+from shared.warehouse.types import UtcDateTime
 from tests.unit.batch_files import (
     accepted,
     csv_body,
