@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import islice
@@ -54,6 +54,8 @@ class BatchRequest:
     content_type: str | None
     content_encoding: str | None
     idempotency_key: str | None = None
+    checkpoint: Callable[[], None] | None = None
+    """Called while parsing; raises to stop the intake (the client has hung up)."""
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ class BatchAcceptance:
             content_encoding=request.content_encoding,
             pricebook=pricebook,
             max_decompressed_bytes=self._settings.max_decompressed_bytes,
+            checkpoint=request.checkpoint,
         )
         try:
             with reader:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
@@ -26,6 +27,7 @@ def initiator(
 
     from initiator.app import create_app
     from initiator.auth import MissingApiKeysError
+    from initiator.serving import server_config
 
     configure_logging()
     settings = Settings()
@@ -36,13 +38,18 @@ def initiator(
     except MissingApiKeysError as error:
         typer.echo(f"billing initiator: {error}", err=True)
         raise typer.Exit(1) from None
-    uvicorn.run(
+    config = server_config(
         app,
+        settings,
         host=host or settings.host,
         port=port or settings.port,
-        log_level="info",
         timeout_graceful_shutdown=3,
     )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+        server.run()
+    if not server.started:
+        raise typer.Exit(3)  # uvicorn's own code for a failed start-up
 
 
 def processor(
