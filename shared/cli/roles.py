@@ -7,6 +7,7 @@ import os
 
 import typer
 
+from shared.health_endpoint import health_endpoint
 from shared.settings import PRIORITIES, Priority, Settings
 from shared.telemetry import configure_logging
 
@@ -58,7 +59,10 @@ def processor(
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
-    clean = run_processors(settings, processes=processes or os.cpu_count() or 1, priorities=served)
+    with health_endpoint(settings.health_port):
+        clean = run_processors(
+            settings, processes=processes or os.cpu_count() or 1, priorities=served
+        )
     if not clean:
         raise typer.Exit(1)
 
@@ -76,7 +80,9 @@ def controller() -> None:
     from controller.service import run_controller
 
     configure_logging()
-    run_controller(Settings())
+    settings = Settings()
+    with health_endpoint(settings.health_port):
+        run_controller(settings)
 
 
 def serve(
