@@ -241,7 +241,6 @@ var commonEnv = [
   { name: 'BILLING_SERVICEBUS_NAMESPACE', value: servicebus.outputs.fullyQualifiedNamespace }
   { name: 'BILLING_PARTITIONS', value: string(partitions) }
   { name: 'BILLING_PROVISION_RESOURCES', value: 'false' }
-  { name: 'BILLING_HOST', value: '0.0.0.0' }
 ]
 
 module initiator 'modules/app.bicep' = {
@@ -261,6 +260,7 @@ module initiator 'modules/app.bicep' = {
     env: concat(commonEnv, [
       { name: 'BILLING_WAREHOUSE_URL', value: warehouseUrl(identities[0].outputs.name, warehouse.outputs.host, warehouse.outputs.database) }
       { name: 'BILLING_API_KEYS', secretRef: 'api-keys' }
+      { name: 'BILLING_HOST', value: '0.0.0.0' }
     ])
     secrets: [ { name: 'api-keys', value: apiKey } ]
     external: true
