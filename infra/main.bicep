@@ -89,7 +89,7 @@ var grants = {
     servicebus: [ builtInRoles.serviceBusDataReceiver ]
   }
   developer: {
-    storage: [ builtInRoles.storageBlobDataContributor ]
+    storage: [ builtInRoles.storageBlobDataContributor, builtInRoles.storageQueueDataContributor ]
     servicebus: [ builtInRoles.serviceBusDataSender ]
   }
 }

@@ -19,6 +19,7 @@ import sys
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -29,7 +30,9 @@ from shared import meter
 from shared.bus import open_bus
 from shared.cli.app import app
 from shared.demo.cluster import free_port
+from shared.listener.poison import PoisonRecord
 from shared.provision import ensure_resources
+from shared.settings import Settings, poison_queue
 from shared.storage import open_storage
 from tests.infra.grants import BuiltInRole, builtin_roles, declared_grants
 from tests.support.deployment_settings import (
@@ -241,6 +244,21 @@ def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
     whose meter counts nothing else meanwhile)."""
     pricebook = folder / "pricebook.json"
     runner = CliRunner()
+    settings = Settings(_env_file=None, **_values_of(env))  # type: ignore[call-arg, arg-type]
+    source = settings.work_queue("low", 0)
+    storage = open_storage(settings)
+    try:  # one poisoned message, so that the redrive has something to send back
+        record = PoisonRecord(
+            source_queue=source,
+            message_id="m-1",
+            dequeue_count=5,
+            content='{"not": "a work item"}',
+            last_error="ValueError: example",
+            poisoned_at=datetime.now(UTC),
+        )
+        storage.queue(poison_queue(source)).send(record.model_dump_json())
+    finally:
+        storage.close()
     before = meter.snapshot()
     with pytest.MonkeyPatch.context() as patch:
         for name in [k for k in os.environ if k.startswith("BILLING_")]:
@@ -249,7 +267,14 @@ def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
             if name.startswith("BILLING_"):
                 patch.setenv(name, value)
         patch.chdir(folder)
-        for args in (["hold"], ["release"], ["pricebook", "show"]):
+        for args in (
+            ["hold"],
+            ["release"],
+            ["pricebook", "show"],
+            ["poison", "list"],
+            ["poison", "redrive", "--batch", "another-batch"],  # skips it: visibility reset
+            ["poison", "redrive"],
+        ):
             result = runner.invoke(app, args)
             assert result.exit_code == 0, result.output
             if args == ["pricebook", "show"]:
@@ -257,6 +282,12 @@ def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
         result = runner.invoke(app, ["pricebook", "upload", str(pricebook)])
         assert result.exit_code == 0, result.output
     return set(meter.diff(meter.snapshot(), before))
+
+
+def _values_of(env: Mapping[str, str]) -> dict[str, str]:
+    return {
+        k.removeprefix("BILLING_").lower(): v for k, v in env.items() if k.startswith("BILLING_")
+    }
 
 
 @pytest.fixture(scope="module")

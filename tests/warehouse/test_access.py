@@ -7,6 +7,7 @@ writes rows, the initiator's user reads and cannot write.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -36,6 +37,15 @@ def role_users(postgres_admin: Engine, postgres_url: str) -> Iterator[dict[str, 
     yield users
     database = make_url(postgres_url).database
     with postgres_admin.connect() as connection:
+        # A closed connection's server process may still be exiting; FORCE may not end
+        # the sessions of roles we are not a member of, so wait for them to go.
+        deadline = time.monotonic() + 10
+        while connection.execute(
+            text("SELECT count(*) FROM pg_stat_activity WHERE usename = ANY(:users)"),
+            {"users": list(users.values())},
+        ).scalar_one():
+            assert time.monotonic() < deadline, "sessions of the test roles did not end"
+            time.sleep(0.05)
         connection.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
         for user in users.values():
             connection.execute(text(f'DROP ROLE "{user}"'))
