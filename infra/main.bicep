@@ -262,7 +262,7 @@ module initiator 'modules/app.bicep' = {
       { name: 'BILLING_API_KEYS', secretRef: 'api-keys' }
       { name: 'BILLING_HOST', value: '0.0.0.0' }
     ])
-    secrets: [ { name: 'api-keys', value: apiKey } ]
+    apiKey: apiKey
     external: true
     minReplicas: initiatorMinReplicas
     maxReplicas: 3
@@ -287,7 +287,6 @@ module processor 'modules/app.bicep' = {
     identityClientId: identities[1].outputs.clientId
     appInsightsName: monitoring.outputs.appInsightsName
     env: concat(commonEnv, [ { name: 'BILLING_ROLE_ARGS', value: '--processes 1' } ])
-    secrets: []
     external: false
     minReplicas: 0
     maxReplicas: 10
@@ -314,7 +313,6 @@ module controller 'modules/app.bicep' = {
     identityClientId: identities[2].outputs.clientId
     appInsightsName: monitoring.outputs.appInsightsName
     env: concat(commonEnv, [ { name: 'BILLING_WAREHOUSE_URL', value: warehouseUrl(identities[2].outputs.name, warehouse.outputs.host, warehouse.outputs.database) } ])
-    secrets: []
     external: false
     minReplicas: 0
     maxReplicas: 2

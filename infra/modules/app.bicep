@@ -2,8 +2,9 @@
 // image's command), so a revision keeps its role whatever image azd deploys.
 //
 // The first `azd provision` has no image yet: it starts a placeholder (no probes, since
-// the placeholder serves none), and `azd deploy` then puts the real one. Later
-// provisions keep the running image (the exists pattern) and set the probes.
+// the placeholder serves none), and `azd deploy` then puts the real one in (only the
+// image: the role, port and settings are already the real app's). Later provisions keep
+// the running image (the exists pattern) and set the probes.
 param name string
 @description('The service name in azure.yaml (tag azd-service-name) and BILLING_ROLE.')
 param serviceName string
@@ -16,7 +17,9 @@ param identityId string
 param identityClientId string
 param appInsightsName string
 param env array
-param secrets array
+@secure()
+@description('The API key the initiator accepts, kept as the app secret api-keys (empty: none).')
+param apiKey string = ''
 @description('Whether the app takes HTTP requests from the internet (only the initiator).')
 param external bool
 param minReplicas int
@@ -47,9 +50,14 @@ resource appInsights 'Microsoft.Insights/components@2020-02-02' existing = {
   name: appInsightsName
 }
 
+// A secret passed in a plain array parameter would show in the deployment's history.
+var apiKeySecret = empty(apiKey) ? [] : [ { name: 'api-keys', value: apiKey } ]
+
+// The port the initiator listens on, also while the placeholder (which listens on 80)
+// runs: `azd deploy` changes only the image, so the ingress must already be right.
 var ingress = {
   external: true
-  targetPort: placeholder ? 80 : 8000
+  targetPort: 8000
   transport: 'auto'
   allowInsecure: false
 }
@@ -102,7 +110,7 @@ resource app 'Microsoft.App/containerApps@2025-07-01' = {
     workloadProfileName: 'Consumption'
     configuration: {
       activeRevisionsMode: 'Single'
-      secrets: concat(secrets, [ { name: 'appinsights', value: appInsights.properties.ConnectionString } ])
+      secrets: concat(apiKeySecret, [ { name: 'appinsights', value: appInsights.properties.ConnectionString } ])
       registries: [ { server: registryServer, identity: identityId } ]
       ingress: external ? ingress : null
     }

@@ -116,3 +116,17 @@ def test_no_password_no_shared_key_no_entity_management() -> None:
 
 def _is_secure(parameter: dict[str, Any]) -> bool:
     return any("secure" in json.dumps(d, default=str) for d in parameter.get("decorators", []))
+
+
+def test_a_secure_value_only_reaches_secure_module_parameters(
+    infra_files: list[BicepFile],
+) -> None:
+    """A secret in a plain parameter would show in the deployment's history."""
+    for file in infra_files:
+        secure = {n for n, p in file.parameters.items() if _is_secure(p)}
+        for symbol, module in file.modules.items():
+            target = BicepFile.parse(file.path.parent / module["detail"]["path"])
+            for name, value in unwrap(module["config"])[0].get("params", {}).items():
+                text = json.dumps(value, default=str)
+                if any(re.search(rf'"{s}"', text) for s in secure):
+                    assert _is_secure(target.parameters[name]), (file.relative(), symbol, name)

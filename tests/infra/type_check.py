@@ -236,7 +236,8 @@ class _Walk:
         properties = dict(raw.get("baseProperties", {}))
         tag = given.get(raw["discriminator"])
         elements: dict[str, dict[str, str]] = raw["elements"]
-        chosen = [elements[tag]] if isinstance(tag, str) and tag in elements else elements.values()
+        known = isinstance(tag, str) and tag in elements
+        chosen = [elements[str(tag)]] if known else list(elements.values())
         for reference in chosen:
             element = expected.follow(reference)
             properties.update(element.raw.get("properties", {}))
