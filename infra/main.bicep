@@ -215,7 +215,7 @@ module registry 'modules/registry.bicep' = {
     name: '${abbrs.containerRegistryRegistries}${resourceToken}'
     location: location
     tags: tags
-    pullerPrincipalIds: [for (role, i) in appRoles: identities[i].outputs.principalId]
+    pullerPrincipalIds: [for i in range(0, length(appRoles)): identities[i].outputs.principalId]
   }
 }
 
