@@ -68,6 +68,7 @@ var grants = {
     storage: [
       builtInRoles.storageBlobDataContributor
       builtInRoles.storageQueueDataMessageSender
+      builtInRoles.storageQueueDataReader // the dashboard's queue depths
       builtInRoles.storageTableDataContributor
     ]
     servicebus: [ builtInRoles.serviceBusDataSender ]

@@ -225,6 +225,7 @@ def measure_requests(folder: Path) -> dict[str, set[str]]:
             "/pricebook",
             "/metrics",
             "/dashboard/data",
+            "/dashboard/live",  # starts the sampler: queue depths while someone watches
             "/control/gate",
         ):
             assert httpx.get(f"{url}{path}", headers=key, timeout=10).status_code == 200, path
