@@ -9,6 +9,7 @@ COPY shared ./shared
 COPY initiator ./initiator
 COPY processor ./processor
 COPY controller ./controller
+COPY billing ./billing
 RUN pip install ".[postgres,azure-monitor]" && useradd --create-home billing
 USER billing
 EXPOSE 8000

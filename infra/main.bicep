@@ -232,7 +232,7 @@ module environment 'modules/environment.bicep' = {
 }
 
 // No password: the database user is the identity's name, and the roles send a Microsoft
-// Entra token for it as the password (controller/warehouse/entra.py).
+// Entra token for it as the password (shared/warehouse/entra.py).
 func warehouseUrl(user string, host string, database string) string =>
   'postgresql+psycopg://${user}@${host}:5432/${database}?sslmode=require'
 

@@ -5,7 +5,7 @@ with an Entra token (``DefaultAzureCredential`` finds the azd or az sign-in), wi
 project's ``.venv`` (``scripts/bootstrap.sh``, run by the hook first):
 
 1. creates the database user of each identity that uses the warehouse
-   (``controller.warehouse.access.WAREHOUSE_ACCESS``), tied to its object id;
+   (``shared.warehouse.access.WAREHOUSE_ACCESS``), tied to its object id;
 2. migrates the warehouse to the newest revision (``billing warehouse upgrade``);
 3. grants each user what its role needs, no more.
 
@@ -19,8 +19,8 @@ import os
 
 from sqlalchemy.engine import URL
 
-from controller.warehouse import make_engine, upgrade
-from controller.warehouse.access import WAREHOUSE_ACCESS, create_entra_user, grant_access
+from shared.warehouse import make_engine, upgrade
+from shared.warehouse.access import WAREHOUSE_ACCESS, create_entra_user, grant_access
 
 
 def warehouse_url(database: str) -> str:

@@ -1,5 +1,5 @@
 // The trigger topic, filtered on application properties: Priority for work, Kind=gate for
-// the release gate's broadcast.
+// the release gate's broadcast (docs/patterns.md).
 //
 // The roles do not manage entities here (no BILLING_SERVICEBUS_MANAGE_ENTITIES, no Data
 // Owner role): processors share the subscriptions declared below, one per priority, each

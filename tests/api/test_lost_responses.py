@@ -16,8 +16,9 @@ from azure.core.exceptions import ServiceResponseError
 
 from initiator.idempotency import IDEMPOTENCY_PARTITION
 from initiator.publishing import FaultHook, outcome
-from shared.batch_records import BATCH_PARTITION, BatchStatus
 from shared.bus import open_bus
+from shared.contracts.batch_records import BATCH_PARTITION
+from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from shared.storage import open_storage
 from tests.api.batch_files import csv_file, rows

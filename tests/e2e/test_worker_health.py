@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from shared.demo.cluster import free_port
+from billing.demo.cluster import free_port
 from tests.support.deployment_settings import billing_environment, deployment_values
 
 BILLING = Path(sys.executable).with_name("billing")

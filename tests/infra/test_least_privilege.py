@@ -26,13 +26,14 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from billing.cli.app import app
+from billing.demo.cluster import free_port
 from shared import meter
 from shared.bus import open_bus
-from shared.cli.app import app
-from shared.demo.cluster import free_port
 from shared.listener.poison import PoisonRecord
+from shared.listener.source import poison_queue
 from shared.provision import ensure_resources
-from shared.settings import Settings, poison_queue
+from shared.settings import Settings
 from shared.storage import open_storage
 from tests.infra.grants import BuiltInRole, builtin_roles, declared_grants
 from tests.support.deployment_settings import (

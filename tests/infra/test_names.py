@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from controller.worker import CONTROLLER_SUBSCRIPTION
-from processor.trigger_subscriber import subscription_specs
+from processor.subscriptions import subscription_specs
+from shared.domain.priority import PRIORITIES
 from shared.provision import containers_for, queues_for, tables_for
-from shared.settings import PRIORITIES, Settings
+from shared.settings import Settings
 from tests.infra.bicep import INFRA_DIR, BicepFile, Evaluator, is_identifier, unwrap
 
 SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from shared.demo.cluster import free_port
+from billing.demo.cluster import free_port
 from shared.health_endpoint import HealthEndpoint, health_endpoint
 
 

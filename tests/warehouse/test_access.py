@@ -16,8 +16,8 @@ from sqlalchemy import Engine, create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ProgrammingError
 
-from controller.warehouse import upgrade
-from controller.warehouse.access import WAREHOUSE_ACCESS, grant_access
+from shared.warehouse import upgrade
+from shared.warehouse.access import WAREHOUSE_ACCESS, grant_access
 
 PASSWORD = "role-test-password"
 

@@ -17,8 +17,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
-from controller.warehouse import make_engine
-from controller.warehouse.entra import TOKEN_SCOPE, sign_in_with_tokens, wants_entra_token
+from shared.warehouse import make_engine
+from shared.warehouse.entra import TOKEN_SCOPE, sign_in_with_tokens, wants_entra_token
 
 
 class TokenIssuer:
@@ -92,7 +92,7 @@ def test_make_engine_signs_in_to_an_azure_server_with_tokens(
     local, password = _without_password(postgres_admin)
     parts = make_url(local)
     issuer = TokenIssuer(password)
-    monkeypatch.setattr("controller.warehouse.engine.default_credential", lambda: issuer)
+    monkeypatch.setattr("shared.warehouse.engine.default_credential", lambda: issuer)
     url = parts.set(
         host="psql-test.postgres.database.azure.com",
         query={"hostaddr": parts.host or "127.0.0.1"},

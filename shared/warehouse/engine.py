@@ -1,0 +1,65 @@
+"""The warehouse engine: one factory, with the SQLite settings a multi-writer warehouse needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+
+from shared.warehouse.entra import default_credential, sign_in_with_tokens, wants_entra_token
+
+#: How long a SQLite writer waits for another one before "database is locked" (ms). The
+#: reducer's transactions last milliseconds; a long wait only happens under heavy load.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def make_engine(url: str, **engine_options: Any) -> Engine:
+    """A SQLAlchemy engine for ``url`` (``Settings.resolved_warehouse_url``).
+
+    PostgreSQL (``postgresql+psycopg://…``) needs nothing special, except that an Azure
+    server named without a password gets Microsoft Entra tokens as passwords
+    (:mod:`shared.warehouse.entra`). For a SQLite file the
+    folder is created if missing (a first run has no ``.billing`` yet) and every connection
+    gets the pragmas in :func:`_configure_sqlite_connection`; every transaction starts with
+    ``BEGIN IMMEDIATE`` (see :func:`_begin_immediate`).
+    """
+    parsed = make_url(url)
+    is_sqlite = parsed.get_backend_name() == "sqlite"
+    if is_sqlite and parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(parsed, pool_pre_ping=not is_sqlite, **engine_options)
+    if wants_entra_token(parsed):
+        sign_in_with_tokens(engine, default_credential())
+    if is_sqlite:
+        event.listen(engine, "connect", _configure_sqlite_connection)
+        event.listen(engine, "begin", _begin_immediate)
+    return engine
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+    # SQLAlchemy, not the sqlite3 module, decides when a transaction begins (below):
+    # sqlite3's own implicit BEGIN would be deferred and would skip DDL.
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    try:
+        # First, so that even switching the journal mode waits for another process.
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        # WAL: readers never block the writer nor the writer the readers, across processes.
+        cursor.execute("PRAGMA journal_mode = WAL")
+        # FULL, not WAL's usual NORMAL: a result message is deleted right after the commit,
+        # so the commit must survive a power cut too, or the chunk would be lost.
+        cursor.execute("PRAGMA synchronous = FULL")
+        # SQLite ignores foreign keys unless asked, on every connection.
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def _begin_immediate(connection: Any) -> None:
+    # A deferred transaction that reads (the applied mark, alembic_version) and then writes
+    # fails at once with SQLITE_BUSY if another process wrote meanwhile: busy_timeout does
+    # not help there. Taking the write lock at BEGIN makes writers queue up instead, and in
+    # WAL mode readers of other connections still proceed.
+    connection.exec_driver_sql("BEGIN IMMEDIATE")
