@@ -121,6 +121,7 @@ resource app 'Microsoft.App/containerApps@2025-07-01' = {
           image: placeholder ? placeholderImage : runningImage
           env: concat(env, external ? [] : [ { name: 'BILLING_HEALTH_PORT', value: string(healthPort) } ], [
             { name: 'BILLING_ROLE', value: serviceName }
+            { name: 'OTEL_SERVICE_NAME', value: serviceName } // Application Insights' cloud role name
             { name: 'AZURE_CLIENT_ID', value: identityClientId }
             { name: 'APPLICATIONINSIGHTS_CONNECTION_STRING', secretRef: 'appinsights' }
           ])
