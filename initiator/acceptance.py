@@ -40,6 +40,7 @@ from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals, ControlTotalsBuilder
 from shared.settings import Settings
+from shared.tracing import BATCH_ID, PRIORITY, TRANSACTIONS, span
 
 T = TypeVar("T")
 
@@ -79,7 +80,18 @@ class BatchAcceptance:
         self._settings = settings
 
     def accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
-        """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file."""
+        """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file.
+
+        In the batch's ``intake`` span, the root of its trace (its work items and trigger
+        carry it on to the processors).
+        """
+        with span("intake", attributes={PRIORITY: request.priority}) as current:
+            outcome = self._accept(body, request)
+            current.set_attribute(BATCH_ID, outcome.record.batch_id)
+            current.set_attribute(TRANSACTIONS, outcome.record.transactions)
+            return outcome
+
+    def _accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
         key_hash = hash_key(request.idempotency_key) if request.idempotency_key else None
         if key_hash is not None:
             replayed = self._replay(key_hash, body)

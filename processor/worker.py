@@ -59,6 +59,7 @@ from shared.listener import (
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.tracing import BATCH_ID, span
 
 log = logging.getLogger(__name__)
 
@@ -225,7 +226,8 @@ class ProcessorWorker:
         }
 
     def _on_trigger(self, event: TriggerEvent) -> None:
-        started = self.listener.on_work_detected()
+        with span("trigger", parent=event.trace, attributes={BATCH_ID: event.batch_id}):
+            started = self.listener.on_work_detected()
         log.debug("trigger for batch %s: +%d threads", event.batch_id, started)
 
     def _on_reconnect(self) -> None:

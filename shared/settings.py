@@ -40,6 +40,12 @@ class Settings(BaseSettings):
     #: "Azure Service Bus Data Owner"); otherwise they must exist (Bicep, emulator config).
     servicebus_manage_entities: bool = False
     warehouse_url: str | None = None
+    #: Create the queues, containers, tables (and topic) at start. Off where Bicep declares
+    #: them and the roles' identities have data rights only (``infra/``).
+    provision_resources: bool = True
+    #: A port where a worker role (processor, controller) answers ``GET /healthz``, for a
+    #: platform's liveness and readiness probes; unset: none.
+    health_port: int | None = Field(default=None, ge=1, le=65535)
 
     # --- the initiator's HTTP API --------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)

@@ -9,6 +9,7 @@ import os
 import typer
 
 from shared.domain.priority import PRIORITIES, Priority
+from shared.health_endpoint import health_endpoint
 from shared.settings import Settings
 from shared.telemetry import configure_logging
 
@@ -66,7 +67,10 @@ def processor(
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
-    clean = run_processors(settings, processes=processes or os.cpu_count() or 1, priorities=served)
+    with health_endpoint(settings.health_port):
+        clean = run_processors(
+            settings, processes=processes or os.cpu_count() or 1, priorities=served
+        )
     if not clean:
         raise typer.Exit(1)
 
@@ -84,7 +88,9 @@ def controller() -> None:
     from billing.controller_process import run_controller
 
     configure_logging()
-    run_controller(Settings())
+    settings = Settings()
+    with health_endpoint(settings.health_port):
+        run_controller(settings)
 
 
 def serve(
