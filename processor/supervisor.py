@@ -1,7 +1,8 @@
 """``billing processor``: N listener processes, each a :class:`ProcessorWorker`.
 
 Why processes: rating is CPU-bound, and the threads of one Python process share one core
-(the GIL). So the supervisor runs one worker process per core (default ``os.cpu_count()``),
+(the GIL). So the supervisor runs one worker process per core (by default the CPUs this
+process may use: affinity and cgroup quota, :func:`shared.cpus.available_cpus`),
 and inside each, the listener's threads overlap storage I/O. Processes are started with
 ``spawn`` — a clean interpreter, no inherited locks or SQLite connections, the same on Linux,
 macOS and Windows.

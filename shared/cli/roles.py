@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
 
 import typer
 
@@ -46,7 +45,11 @@ def initiator(
 
 def processor(
     processes: int | None = typer.Option(
-        None, "--processes", "-p", min=1, help="Worker processes (default: one per core)."
+        None,
+        "--processes",
+        "-p",
+        min=1,
+        help="Worker processes (default: one per CPU this process may use, see shared.cpus).",
     ),
     priorities: str | None = typer.Option(
         None, help="Comma-separated priorities to serve (default BILLING_PROCESSOR_PRIORITIES)."
@@ -54,11 +57,12 @@ def processor(
 ) -> None:
     """Run processors: rate the chunks on the work queues, one process per core."""
     from processor.supervisor import run_processors
+    from shared.cpus import available_cpus
 
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
-    clean = run_processors(settings, processes=processes or os.cpu_count() or 1, priorities=served)
+    clean = run_processors(settings, processes=processes or available_cpus(), priorities=served)
     if not clean:
         raise typer.Exit(1)
 
