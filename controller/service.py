@@ -12,6 +12,7 @@ import logging
 from controller.worker import ControllerWorker
 from shared.bus import open_bus
 from shared.lifecycle import run_until_signalled
+from shared.liveness import Liveness, liveness_file
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
@@ -27,12 +28,17 @@ def run_controller(settings: Settings) -> None:
     storage = open_storage(settings)
     bus = open_bus(settings)
     worker = ControllerWorker(settings, storage, bus=bus)
+    liveness: Liveness | None = None
 
     def start() -> None:
+        nonlocal liveness
         ensure_resources(settings, storage, bus)
         worker.start()
+        liveness = liveness_file(settings, lambda: worker.snapshot().running)
 
     def stop() -> None:
+        if liveness is not None:
+            liveness.stop()
         try:
             clean = worker.stop(STOP_TIMEOUT_SECONDS)
             snapshot = worker.snapshot()

@@ -30,6 +30,7 @@ from types import FrameType
 
 from shared.bus import open_bus
 from shared.lifecycle import Shutdown
+from shared.liveness import liveness_file
 from shared.provision import ensure_resources
 from shared.settings import Priority, Settings
 from shared.storage import open_storage
@@ -107,6 +108,11 @@ class ProcessorSupervisor:
         return not stragglers
 
     @property
+    def all_alive(self) -> bool:
+        """Every worker process is running (none dead, none waiting for its restart)."""
+        return all(slot.process is not None and slot.process.is_alive() for slot in self._slots)
+
+    @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process and s.process.pid is not None]
 
@@ -144,9 +150,11 @@ def run_processors(settings: Settings, *, processes: int, priorities: Sequence[P
     shutdown.install_signal_handlers()
     supervisor = ProcessorSupervisor(settings, processes=processes, priorities=priorities)
     supervisor.start()
+    liveness = liveness_file(settings, lambda: supervisor.all_alive)
     try:
         supervisor.watch(shutdown)
     finally:
+        liveness.stop()
         # Past the workers' own grace (the visibility timeout) only a stuck handler remains.
         clean = supervisor.stop(settings.visibility_timeout_seconds + 5.0)
     log.info("processors stopped (%s)", "clean" if clean else "some were killed")

@@ -7,6 +7,7 @@ import logging
 import typer
 
 from shared.settings import PRIORITIES, Priority, Settings
+from shared.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
 from shared.telemetry import configure_logging
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ def initiator(
     settings = Settings()
     if insecure_local:
         settings = settings.model_copy(update={"insecure_local": True})
+    _wait_for_dependencies("initiator", settings, warehouse=True)  # it reads invoices there
     try:
         app = create_app(settings)
     except MissingApiKeysError as error:
@@ -62,6 +64,7 @@ def processor(
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
+    _wait_for_dependencies("processor", settings, warehouse=False)
     clean = run_processors(settings, processes=processes or available_cpus(), priorities=served)
     if not clean:
         raise typer.Exit(1)
@@ -78,9 +81,26 @@ def _priorities(text: str) -> list[Priority]:
 def controller() -> None:
     """Run the controller: reduce rated chunks into the warehouse, close and reconcile."""
     from controller.service import run_controller
+    from controller.warehouse import upgrade
 
     configure_logging()
-    run_controller(Settings())
+    settings = Settings()
+    url = settings.resolved_warehouse_url
+    migration = Dependency("the warehouse migration", lambda: upgrade(url))
+    _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
+    run_controller(settings)
+
+
+def _wait_for_dependencies(
+    role: str, settings: Settings, *, warehouse: bool, extra: list[Dependency] | None = None
+) -> None:
+    """Wait (bounded, logged) for what the role needs; exit 1 naming what never came."""
+    dependencies = role_dependencies(settings, warehouse=warehouse, extra=extra or [])
+    try:
+        wait_for(dependencies, timeout=settings.startup_timeout_seconds)
+    except DependencyUnavailableError as error:
+        typer.echo(f"billing {role}: {error}", err=True)
+        raise typer.Exit(1) from None
 
 
 def serve(
