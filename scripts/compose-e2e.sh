@@ -159,10 +159,12 @@ done
 
 step "docker compose up -d --build --wait"
 compose_up=true
-# The build needs PyPI: with no bridge network, only the host's network reaches it, and
-# compose's build section (the compose file's own) has no say in that. So build the image
-# compose will build first, with --network host; compose's build then finds every layer
-# in the cache.
+# The build needs PyPI, and with no bridge network only the host's network reaches it;
+# compose's build section (the compose file's own) has no say in that. So the image compose
+# builds is built first, with --network host, by the classic builder; compose, told to use
+# the same builder (DOCKER_BUILDKIT=0), then finds every layer in its cache and runs the
+# compose file's own build, which proves it still matches.
+export DOCKER_BUILDKIT=0
 docker build --quiet --network host --build-arg "PYTHON_IMAGE=$python_base" \
   -t billing-mapreduce:local . 2>&1 | grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' || true
 "${compose[@]}" up -d --build --wait --wait-timeout 300 --quiet-pull

@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument("--project", required=True, help="the compose project name")
     parser.add_argument("--work", type=Path, required=True, help="a folder for batch files")
     parser.add_argument("--first", type=int, default=20_000, help="transactions in batch 1")
-    parser.add_argument("--second", type=int, default=200_000, help="transactions in batch 2")
+    parser.add_argument("--second", type=int, default=100_000, help="transactions in batch 2")
     parser.add_argument("--timeout", type=float, default=300.0, help="per batch, seconds")
     args = parser.parse_args()
     client = httpx.Client(
