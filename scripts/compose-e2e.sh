@@ -102,8 +102,10 @@ scripts/bootstrap.sh  # the host side: billing submit and the scenario run from 
 step "images: Debian base"
 debian=billing-ci/debian:bookworm
 if ! docker image inspect "$debian" >/dev/null 2>&1; then
-  mirror=$(grep -rhoE '^(URIs:|deb) +[^ ]*debian[^ ]*' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null \
-    | awk '{print $2}' | grep -v security | head -n 1)
+  # The Debian mirror apt uses here (one-line or deb822 sources), not its security suite.
+  mirror=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources \
+    2>/dev/null | awk '($1 == "deb" || $1 == "URIs:") && $2 ~ /debian/ && $2 !~ /security/ \
+    { print $2; exit }' || true)
   rootfs=$(mktemp -d)
   debootstrap --variant=minbase bookworm "$rootfs" "${mirror:-http://deb.debian.org/debian}" \
     >"$work/debootstrap.log" 2>&1 || { tail -20 "$work/debootstrap.log" >&2; exit 1; }
