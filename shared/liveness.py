@@ -4,7 +4,7 @@ The processor and the controller serve no HTTP, so a container health check cann
 them anything. Instead, when ``BILLING_LIVENESS_FILE`` is set, the role touches that file
 every ``BILLING_LIVENESS_INTERVAL_SECONDS`` as long as its own probe says it is well (the
 processor: every worker process alive; the controller: its listener running), and
-``billing healthcheck`` calls the role healthy while the file is younger than a few
+``billing-healthcheck`` calls the role healthy while the file is younger than a few
 intervals. A hung or half-dead role stops touching it and turns unhealthy.
 """
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from shared.cli import batches, bench, demo, health, operate, poison, reports, roles, top
+from shared.cli import batches, bench, demo, operate, poison, reports, roles, top
 
 app = typer.Typer(
     name="billing",
@@ -20,7 +20,6 @@ demo.register(app)
 reports.register(app)
 bench.register(app)
 top.register(app)
-health.register(app)
 
 
 def main() -> None:

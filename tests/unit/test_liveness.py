@@ -1,4 +1,4 @@
-"""The liveness file and ``billing healthcheck``: what container health checks rely on."""
+"""The liveness file and ``billing-healthcheck``: what container health checks rely on."""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from shared.cli.app import app
+from shared.healthcheck import main
 from shared.liveness import LivenessFile, age_seconds
 
 
@@ -59,30 +58,32 @@ def test_a_probe_that_raises_counts_as_unhealthy(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> CliRunner:
+def alive(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.chdir(tmp_path)  # no .env of the developer's
     monkeypatch.setenv("BILLING_LIVENESS_FILE", str(tmp_path / "alive"))
     monkeypatch.setenv("BILLING_LIVENESS_INTERVAL_SECONDS", "10")
     monkeypatch.setenv("BILLING_PORT", "9")  # nothing answers /healthz there
-    return CliRunner()
+    return tmp_path / "alive"
 
 
-def test_healthcheck_passes_on_a_fresh_file(runner: CliRunner, tmp_path: Path) -> None:
-    (tmp_path / "alive").touch()
-    assert runner.invoke(app, ["healthcheck"]).exit_code == 0
+def test_healthcheck_passes_on_a_fresh_file(alive: Path) -> None:
+    alive.touch()
+    main([])  # returns: exit status 0
 
 
-def test_healthcheck_fails_on_a_stale_file(runner: CliRunner, tmp_path: Path) -> None:
-    stale = tmp_path / "alive"
-    stale.touch()
+def test_healthcheck_fails_on_a_stale_file(alive: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    alive.touch()
     old = time.time() - 31  # three missed 10 s touches
-    os.utime(stale, (old, old))
-    result = runner.invoke(app, ["healthcheck"])
-    assert result.exit_code == 1
-    assert "not touched for 31 s" in result.output
+    os.utime(alive, (old, old))
+    with pytest.raises(SystemExit) as exited:
+        main([])
+    assert exited.value.code == 1
+    assert "not touched for 31 s" in capsys.readouterr().err
 
 
-def test_healthcheck_without_a_file_asks_the_initiator(runner: CliRunner) -> None:
-    result = runner.invoke(app, ["healthcheck"])
-    assert result.exit_code == 1
-    assert "unhealthy: ConnectError" in result.output
+def test_healthcheck_without_a_file_asks_the_initiator(
+    alive: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main([])
+    assert "unhealthy: URLError" in capsys.readouterr().err

@@ -7,7 +7,7 @@ entity with a detach that may come only after the attach was answered; that surf
 the first publish or receive, as ``MessagingEntityNotFoundError``.)
 
 Used by the roles while they wait for their dependencies at start (:mod:`shared.startup`)
-and by ``billing healthcheck --servicebus``, which can probe the Service Bus emulator from
+and by ``billing-healthcheck --servicebus``, which can probe the Service Bus emulator from
 another container: the emulator's image has no shell to run a probe in.
 """
 
