@@ -136,8 +136,11 @@ def bus_dependency(settings: Settings) -> Dependency | None:
     )
 
 
-def warehouse_dependency(settings: Settings) -> Dependency:
+def warehouse_dependency(settings: Settings) -> Dependency | None:
+    """The warehouse server; ``None`` for SQLite (a local file: nothing to wait for)."""
     url = settings.resolved_warehouse_url
+    if make_url(url).get_backend_name() == "sqlite":
+        return None
 
     def check() -> None:
         engine = create_engine(url)
@@ -155,11 +158,10 @@ def role_dependencies(
     settings: Settings, *, warehouse: bool, extra: Sequence[Dependency] = ()
 ) -> list[Dependency]:
     """Storage, then the bus (when it is Service Bus), then the warehouse if the role reads
-    it, then ``extra`` (the controller's migration)."""
-    bus = bus_dependency(settings)
+    it (when it is a server), then ``extra`` (the controller's migration)."""
+    optional = [bus_dependency(settings), warehouse_dependency(settings) if warehouse else None]
     return [
         storage_dependency(settings),
-        *([bus] if bus is not None else []),
-        *([warehouse_dependency(settings)] if warehouse else []),
+        *(dependency for dependency in optional if dependency is not None),
         *extra,
     ]
