@@ -2,7 +2,7 @@
 
 Why processes: rating is CPU-bound, and the threads of one Python process share one core
 (the GIL). So the supervisor runs one worker process per core (by default the CPUs this
-process may use: affinity and cgroup quota, :func:`shared.cpus.available_cpus`),
+process may use: affinity and cgroup quota, :func:`processor.cpus.available_cpus`),
 and inside each, the listener's threads overlap storage I/O. Processes are started with
 ``spawn`` — a clean interpreter, no inherited locks or SQLite connections, the same on Linux,
 macOS and Windows.
@@ -29,10 +29,11 @@ from multiprocessing.synchronize import Event as ProcessEvent
 from types import FrameType
 
 from shared.bus import open_bus
+from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
 from shared.liveness import liveness_file
 from shared.provision import ensure_resources
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.telemetry import configure_logging
 

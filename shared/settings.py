@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-Priority = Literal["high", "normal", "low"]
-PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+from shared.domain.priority import PRIORITIES, Priority
 
 
 def _split_csv(value: object) -> object:
@@ -70,7 +69,7 @@ class Settings(BaseSettings):
     # --- intake --------------------------------------------------------------------------
     chunk_size: int = Field(default=2000, ge=1, le=50_000)
 
-    # --- listeners (seed 000) ------------------------------------------------------------
+    # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
     visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
     max_dequeue_count: int = Field(default=5, ge=1)
@@ -88,11 +87,11 @@ class Settings(BaseSettings):
         default_factory=lambda: list(PRIORITIES)
     )
 
-    # --- order ids (seed 002) ------------------------------------------------------------
+    # --- order ids --------------------------------------------------------------------
     id_range_size: int = Field(default=10_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
-    # --- start-up: how long a role waits for storage, bus and warehouse (shared.startup) --
+    # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
     startup_timeout_seconds: float = Field(default=300.0, gt=0)
     #: a file the processor and controller touch while healthy (shared.liveness); unset: none
     liveness_file: Path | None = None
@@ -131,8 +130,3 @@ class Settings(BaseSettings):
 
     def all_work_queues(self) -> list[str]:
         return [name for priority in PRIORITIES for name in self.work_queues(priority)]
-
-
-def poison_queue(queue: str) -> str:
-    """Where a message goes after too many dequeues (seed 000's poison handling)."""
-    return f"{queue}-poison"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.cpus import available_cpus, cgroup_cpu_limit
+from processor.cpus import available_cpus, cgroup_cpu_limit
 
 
 def _write(root: Path, relative: str, text: str) -> None:

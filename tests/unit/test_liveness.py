@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.healthcheck import main
+from billing.healthcheck import main
 from shared.liveness import LivenessFile, age_seconds
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from shared.bus.servicebus.probe import open_topic_sender
 from shared.settings import Settings
-from shared.startup import (
+from billing.startup import (
     Dependency,
     DependencyUnavailableError,
     bus_dependency,
@@ -38,7 +38,7 @@ def test_a_dependency_that_comes_up_late_is_waited_for(caplog: pytest.LogCapture
         if len(attempts) < 3:
             raise ConnectionRefusedError("nothing listens yet")
 
-    with caplog.at_level(logging.WARNING, logger="shared.startup"):
+    with caplog.at_level(logging.WARNING, logger="billing.startup"):
         wait_for([Dependency("the thing", check)], timeout=30)
     assert len(attempts) == 3
     waits = [r.getMessage() for r in caplog.records if "waiting for the thing" in r.getMessage()]

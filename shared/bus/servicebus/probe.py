@@ -6,7 +6,7 @@ nothing. (It does not prove the topic exists: Service Bus refuses a link to an u
 entity with a detach that may come only after the attach was answered; that surfaces on
 the first publish or receive, as ``MessagingEntityNotFoundError``.)
 
-Used by the roles while they wait for their dependencies at start (:mod:`shared.startup`)
+Used by the roles while they wait for their dependencies at start (:mod:`billing.startup`)
 and by ``billing-healthcheck --servicebus``, which can probe the Service Bus emulator from
 another container: the emulator's image has no shell to run a probe in.
 """
