@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from shared.bus.servicebus.probe import open_topic_sender
-from shared.settings import Settings
 from billing.startup import (
     Dependency,
     DependencyUnavailableError,
@@ -20,6 +18,8 @@ from billing.startup import (
     wait_for,
     warehouse_dependency,
 )
+from shared.bus.servicebus.probe import open_topic_sender
+from shared.settings import Settings
 from tests.support.servicebus_broker import ServiceBusBroker
 
 
