@@ -1,7 +1,8 @@
 """``billing processor``: N listener processes, each a :class:`ProcessorWorker`.
 
 Why processes: rating is CPU-bound, and the threads of one Python process share one core
-(the GIL). So the supervisor runs one worker process per core (default ``os.cpu_count()``),
+(the GIL). So the supervisor runs one worker process per core (by default the CPUs this
+process may use: affinity and cgroup quota, :func:`processor.cpus.available_cpus`),
 and inside each, the listener's threads overlap storage I/O. Processes are started with
 ``spawn`` — a clean interpreter, no inherited locks or SQLite connections, the same on Linux,
 macOS and Windows.
@@ -30,6 +31,7 @@ from types import FrameType
 from shared.bus import open_bus
 from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
+from shared.liveness import liveness_file
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
@@ -107,6 +109,11 @@ class ProcessorSupervisor:
         return not stragglers
 
     @property
+    def all_alive(self) -> bool:
+        """Every worker process is running (none dead, none waiting for its restart)."""
+        return all(slot.process is not None and slot.process.is_alive() for slot in self._slots)
+
+    @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process and s.process.pid is not None]
 
@@ -144,9 +151,11 @@ def run_processors(settings: Settings, *, processes: int, priorities: Sequence[P
     shutdown.install_signal_handlers()
     supervisor = ProcessorSupervisor(settings, processes=processes, priorities=priorities)
     supervisor.start()
+    liveness = liveness_file(settings, lambda: supervisor.all_alive)
     try:
         supervisor.watch(shutdown)
     finally:
+        liveness.stop()
         # Past the workers' own grace (the visibility timeout) only a stuck handler remains.
         clean = supervisor.stop(settings.visibility_timeout_seconds + 5.0)
     log.info("processors stopped (%s)", "clean" if clean else "some were killed")

@@ -113,6 +113,12 @@ class Settings(BaseSettings):
     id_range_size: int = Field(default=10_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
+    # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
+    startup_timeout_seconds: float = Field(default=300.0, gt=0)
+    #: a file the processor and controller touch while healthy (shared.liveness); unset: none
+    liveness_file: Path | None = None
+    liveness_interval_seconds: float = Field(default=10.0, gt=0)
+
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
     storage_retry_total: int = Field(default=5, ge=0)
     storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
