@@ -20,6 +20,6 @@ def open_bus(settings: Settings) -> TriggerBus:
         bus = EmbeddedTriggerBus(settings.data_dir / "bus", settings.trigger_topic)
     if settings.faults is None:
         return bus
-    from shared.faults import with_bus_faults
+    from shared.faults.apply import with_bus_faults
 
     return with_bus_faults(bus, settings)

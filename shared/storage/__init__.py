@@ -21,6 +21,6 @@ def open_storage(settings: Settings) -> StorageAccount:
     account = EmbeddedStorageAccount(settings.data_dir / "storage")
     if settings.faults is None:
         return account
-    from shared.faults import with_embedded_storage_faults
+    from shared.faults.apply import with_embedded_storage_faults
 
     return with_embedded_storage_faults(account, settings)
