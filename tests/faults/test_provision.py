@@ -11,6 +11,8 @@ from shared.bus.embedded import EmbeddedTriggerBus
 from shared.faults.bus import FaultyTriggerBus
 from shared.faults.plan import FaultPlan
 from shared.faults.spec import FaultSpec
+from shared.listener.heartbeat import Heartbeat
+from shared.listener.state import ListenerState
 from shared.provision import (
     CREATE_ATTEMPTS,
     containers_for,
@@ -21,6 +23,7 @@ from shared.provision import (
 from shared.settings import Settings
 from tests.faults.conftest import FaultyStorage
 from tests.faults.scripted import LOST, TIMEOUT
+from tests.support.names import unique_name
 
 
 def settings_in(folder: Path) -> Settings:
@@ -55,3 +58,13 @@ def test_an_unreachable_topic_does_not_stop_the_start(
     ensure_resources(settings_in(tmp_path), faulty.account, down)
     assert "trigger topic triggers not reachable" in caplog.text
     down.close()
+
+
+def test_a_heartbeat_whose_table_create_fails_still_starts(faulty: FaultyStorage) -> None:
+    table = faulty.account.table(unique_name("hb"))
+    table.create()
+    heartbeat = Heartbeat(table, ListenerState(), role="processor", busy_interval=0.01)
+    faulty.plan.next(LOST)  # create table: a POST, not retried by the SDK
+    heartbeat.start()
+    heartbeat.stop()
+    assert table.get("processor", heartbeat.instance_id).properties["status"] == "stopped"
