@@ -31,10 +31,20 @@ def stack(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def make_settings(stack: str, tmp_path: Path, request: pytest.FixtureRequest) -> SettingsFactory:
+    return _factory(request, tmp_path, on_azurite=stack == AZURITE_STACK)
+
+
+@pytest.fixture
+def make_embedded_settings(tmp_path: Path, request: pytest.FixtureRequest) -> SettingsFactory:
+    """For a test where the storage backend makes no difference (the bus, the warehouse)."""
+    return _factory(request, tmp_path, on_azurite=False)
+
+
+def _factory(request: pytest.FixtureRequest, folder: Path, *, on_azurite: bool) -> SettingsFactory:
     return stack_settings_factory(
         request,
-        tmp_path,
-        on_azurite=stack == AZURITE_STACK,
+        folder,
+        on_azurite=on_azurite,
         warehouse=True,
         api_keys=[API_KEY],
         partitions=2,

@@ -6,6 +6,11 @@
   messages, poisons none of them, and applies them when the warehouse is back;
 * storage throttling (40 % of storage requests answered 503 ``ServerBusy``): the SDK and the
   listeners back off and retry; every batch completes exactly once.
+
+Storage throttling runs on both stacks; the other two on the embedded backend only, since
+the storage backend plays no part in them (and the bus is the embedded one on both stacks).
+A SQLite warehouse is a local file that cannot be "down"; its lock waits are the
+warehouse's own tests.
 """
 
 from __future__ import annotations
@@ -80,9 +85,9 @@ def only_the_safety_poll_watches(pipeline: RunningPipeline) -> bool:
 
 
 def test_with_the_trigger_topic_unreachable_intake_accepts_and_the_safety_poll_finds_work(
-    make_settings: SettingsFactory, tmp_path: Path
+    make_embedded_settings: SettingsFactory, tmp_path: Path
 ) -> None:
-    settings = make_settings(
+    settings = make_embedded_settings(
         faults="fail=1,statuses=503,on=bus",
         chunk_size=CHUNK_SIZE,
         safety_poll_seconds=1.0,
@@ -111,14 +116,14 @@ def proxied_postgres(postgres_url: str) -> tuple[str, TcpProxy]:
 
 @pytest.mark.postgres
 def test_with_the_warehouse_down_the_controller_keeps_its_messages_and_resumes(
-    make_settings: SettingsFactory,
+    make_embedded_settings: SettingsFactory,
     tmp_path: Path,
     proxied_postgres: tuple[str, TcpProxy],
     request: pytest.FixtureRequest,
 ) -> None:
     warehouse_url, proxy = proxied_postgres
     direct_url: str = request.getfixturevalue("postgres_url")
-    settings = make_settings(
+    settings = make_embedded_settings(
         warehouse_url=warehouse_url,
         chunk_size=CHUNK_SIZE,
         visibility_timeout_seconds=1,

@@ -29,7 +29,7 @@ from tests.e2e.pipeline import running_pipeline
 from tests.reliability.client import Submission, submit, wait_until_closed
 from tests.reliability.conftest import SettingsFactory
 
-FAULTS = "fail=0.1,lose=0.02,seed={seed}"
+FAULTS = "fail=0.08,timeout=0.02,lose=0.02,seed={seed}"
 FILES = 6
 TRANSACTIONS = 150
 CHUNK_SIZE = 50
