@@ -19,17 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from azure.core.exceptions import ResourceNotFoundError
-from sqlalchemy import func, select
 from sqlalchemy.engine import make_url
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
 from shared.sample_batches import write_batch_file
-from shared.settings import Settings, poison_queue
-from shared.storage import open_storage
 from tests.e2e.pipeline import RunningPipeline, running_pipeline
-from tests.reliability.client import Submission, submit, wait_until_closed
+from tests.reliability.checks import assert_completed_once
+from tests.reliability.client import submit, wait_until_closed
 from tests.reliability.conftest import SettingsFactory
 from tests.support.tcp_proxy import TcpProxy
 
@@ -44,32 +39,6 @@ def batch_file(folder: Path, seed: int) -> bytes:
     path = folder / f"batch-{seed}.csv"
     write_batch_file(path, TRANSACTIONS, customers=10, seed=seed)
     return path.read_bytes()
-
-
-def assert_completed_once(
-    settings: Settings, submissions: list[Submission], *, warehouse_url: str | None = None
-) -> None:
-    """Each batch in the warehouse with all its transactions, nothing else, and nothing
-    left in the output queue's poison queue."""
-    engine = make_engine(warehouse_url or settings.resolved_warehouse_url)
-    try:
-        with engine.connect() as connection:
-            rows_per_batch = dict(
-                connection.execute(
-                    select(Charge.batch_id, func.count()).group_by(Charge.batch_id)
-                ).all()
-            )
-    finally:
-        engine.dispose()
-    assert rows_per_batch == {s.batch_id: TRANSACTIONS for s in submissions}
-    storage = open_storage(settings.model_copy(update={"faults": None}))  # to look, not to fail
-    try:
-        poisoned = storage.queue(poison_queue(settings.output_queue)).peek()
-    except ResourceNotFoundError:
-        poisoned = []  # made on first use: nothing was ever poisoned
-    finally:
-        storage.close()
-    assert poisoned == []
 
 
 def wait_for(condition_met: object, what: str, timeout: float = 30.0) -> None:
@@ -103,7 +72,7 @@ def test_with_the_trigger_topic_unreachable_intake_accepts_and_the_safety_poll_f
     assert submission.answers == [202]
     assert status["status"] == "completed", status
     assert status["reconciled"] is True
-    assert_completed_once(settings, [submission])
+    assert_completed_once(settings, [submission], transactions=TRANSACTIONS)
 
 
 @pytest.fixture
@@ -144,7 +113,9 @@ def test_with_the_warehouse_down_the_controller_keeps_its_messages_and_resumes(
     assert status["chunks"]["failed"] == 0
     assert status["reconciled"] is True
     assert controller.chunks_applied == CHUNKS
-    assert_completed_once(settings, [submission], warehouse_url=direct_url)
+    assert_completed_once(
+        settings, [submission], transactions=TRANSACTIONS, warehouse_url=direct_url
+    )
 
 
 def test_under_storage_throttling_work_backs_off_and_completes_exactly_once(
@@ -177,4 +148,4 @@ def test_under_storage_throttling_work_backs_off_and_completes_exactly_once(
     for status, _ in closed:
         assert status["status"] == "completed", status
         assert status["reconciled"] is True
-    assert_completed_once(settings, submissions)
+    assert_completed_once(settings, submissions, transactions=TRANSACTIONS)
