@@ -181,6 +181,12 @@ class ControllerWorker:
                 self._engine = None
         return finished
 
+    @property
+    def warehouse_unreachable(self) -> bool:
+        """True while the listener is paused for an unreachable warehouse (see
+        :mod:`controller.outage`)."""
+        return self._outage is not None and self._outage.in_outage
+
     def snapshot(self) -> ControllerSnapshot:
         listener = self._listener
         counters = self._handler.counters() if self._handler else ControllerCounters()

@@ -104,8 +104,11 @@ def test_with_the_warehouse_down_the_controller_keeps_its_messages_and_resumes(
     with proxy, running_pipeline(settings, processors=1) as pipeline:
         proxy.cut()
         submission = submit(pipeline.client, "warehouse-down", body, priority="high", headers=CSV)
+        wait_for(lambda: pipeline.controller.warehouse_unreachable, "the controller to meet it")
         time.sleep(outage_seconds)
+        assert pipeline.controller.warehouse_unreachable  # paused all along
         proxy.restore()
+        wait_for(lambda: not pipeline.controller.warehouse_unreachable, "the controller to resume")
         status, _ = wait_until_closed(pipeline.client, submission.batch_id, timeout=CLOSE_SECONDS)
         controller = pipeline.controller.snapshot()
     print(f"controller after the outage: {controller}")
