@@ -8,23 +8,16 @@ names (``infra/``); creating an existing resource is a no-op.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
 from typing import Literal
-
-from azure.core.exceptions import AzureError
 
 from shared.bus.ports import TriggerBus
 from shared.settings import PRIORITIES, Settings, poison_queue
 from shared.storage.ports import StorageAccount
+from shared.storage.transient import retry_transient
 
 Role = Literal["initiator", "processor", "controller"]
 
 log = logging.getLogger(__name__)
-
-#: Creating a resource is idempotent, so a failed create is simply tried again: the table
-#: SDK never retries its POST after a timeout or a lost response, nor after a 429.
-CREATE_ATTEMPTS = 4
 
 
 def queues_for(settings: Settings) -> list[str]:
@@ -44,17 +37,21 @@ def tables_for(settings: Settings) -> list[str]:
 def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBus | None) -> None:
     """Create all queues, containers and tables (and the topic, when the bus can).
 
-    A storage failure that outlasts a few attempts stops the role from starting. The topic
+    A create is idempotent, so one that fails transiently is tried again (the table SDK never
+    retries its POST after a timeout or a lost response, nor after a 429); a storage failure
+    that outlasts those attempts stops the role from starting. The topic
     does not: a trigger only saves waiting, so a role whose topic is unreachable starts
     anyway and its processors find the work on their safety poll.
     """
     pause = settings.storage_retry_backoff_seconds
     for name in queues_for(settings):
-        _create(storage.queue(name).create, pause)
+        retry_transient(storage.queue(name).create, what=f"creating queue {name}", pause=pause)
     for name in containers_for(settings):
-        _create(storage.container(name).create, pause)
+        retry_transient(
+            storage.container(name).create, what=f"creating container {name}", pause=pause
+        )
     for name in tables_for(settings):
-        _create(storage.table(name).create, pause)
+        retry_transient(storage.table(name).create, what=f"creating table {name}", pause=pause)
     if bus is not None:
         try:
             bus.ensure_topic()
@@ -72,15 +69,3 @@ def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBu
         len(containers_for(settings)),
         len(tables_for(settings)),
     )
-
-
-def _create(create: Callable[[], None], pause: float) -> None:
-    for attempt in range(1, CREATE_ATTEMPTS + 1):
-        try:
-            create()
-            return
-        except AzureError:
-            if attempt == CREATE_ATTEMPTS:
-                raise
-            log.warning("creating a resource failed (attempt %d); trying again", attempt)
-            time.sleep(pause * attempt)

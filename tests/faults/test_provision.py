@@ -13,14 +13,9 @@ from shared.faults.plan import FaultPlan
 from shared.faults.spec import FaultSpec
 from shared.listener.heartbeat import Heartbeat
 from shared.listener.state import ListenerState
-from shared.provision import (
-    CREATE_ATTEMPTS,
-    containers_for,
-    ensure_resources,
-    queues_for,
-    tables_for,
-)
+from shared.provision import containers_for, ensure_resources, queues_for, tables_for
 from shared.settings import Settings
+from shared.storage.transient import START_ATTEMPTS
 from tests.faults.conftest import FaultyStorage
 from tests.faults.scripted import LOST, TIMEOUT
 from tests.support.names import unique_name
@@ -43,7 +38,7 @@ def test_a_create_whose_answer_was_lost_or_timed_out_is_tried_again(
 
 
 def test_a_create_that_keeps_failing_stops_the_start(faulty: FaultyStorage, tmp_path: Path) -> None:
-    faulty.plan.next(*[TIMEOUT] * CREATE_ATTEMPTS * 6)
+    faulty.plan.next(*[TIMEOUT] * START_ATTEMPTS * 6)
     with pytest.raises(ServiceRequestError):
         ensure_resources(settings_in(tmp_path), faulty.account, None)
 
