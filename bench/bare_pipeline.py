@@ -1,6 +1,6 @@
 """The bare single-process pipeline: parse + rate + insert in one loop, no queues, no blobs.
 
-The yardstick of design §8's end-to-end figure: what one process does with the same batch
+The yardstick of the end-to-end figure: what one process does with the same batch
 file when nothing is distributed. It calls the production functions directly — the
 streaming validating parser (:func:`initiator.intake.parse_batch`, duplicates and control
 totals included), the rater (:func:`processor.rating.rater_for` and ``subtotals``) and the
@@ -21,14 +21,15 @@ from pathlib import Path
 from sqlalchemy import Engine, insert, update
 
 from controller.reducer import apply_chunk
-from controller.warehouse import Batch, make_engine, upgrade
 from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
-from processor.chunk_result import ChargeRow
-from processor.rating import RatedCharge, rater_for, subtotals
-from shared.chunk_payload import NumberedTransaction
-from shared.pricebook import sample_pricebook
-from shared.transactions import ControlTotalsBuilder, Transaction
+from processor.rating import rater_for
+from shared.contracts.chunk_payload import NumberedTransaction
+from shared.contracts.chunk_result import ChargeRow
+from shared.domain.charges import subtotals
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.transactions import ControlTotalsBuilder
+from shared.warehouse import Batch, make_engine, upgrade
 
 BATCH_ID = "bare-pipeline"
 
@@ -92,7 +93,10 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
             t1 = time.perf_counter()
             rated = [rater.rate(tx) for _, tx in rows]
             sums = subtotals(rated)
-            charges = [_charge_row(line, tx, c) for (line, tx), c in zip(rows, rated, strict=True)]
+            charges = [
+                ChargeRow(line, tx.occurred_at, c)
+                for (line, tx), c in zip(rows, rated, strict=True)
+            ]
             t2 = time.perf_counter()
             apply_chunk(
                 engine,
@@ -111,25 +115,6 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
         raise RuntimeError(f"the benchmark's batch was rejected: {reader.rejection()}")
     _close_batch(engine, totals)
     return BareTimings(count, parse_s, rate_s, insert_s, time.perf_counter() - started)
-
-
-def _charge_row(line: int, tx: Transaction, charge: RatedCharge) -> ChargeRow:
-    """The warehouse row of one rated transaction (what a result blob carries)."""
-    return ChargeRow(
-        line,
-        tx.occurred_at,
-        charge.transaction_id,
-        charge.customer_id,
-        charge.sku,
-        charge.region,
-        charge.quantity,
-        charge.unit_price,
-        charge.gross,
-        charge.discount,
-        charge.net,
-        charge.tax,
-        charge.total,
-    )
 
 
 def _insert_batch_row(engine: Engine, pricebook_version: str) -> None:

@@ -24,10 +24,9 @@ from sqlalchemy import select
 
 from bench.deployment import Deployment
 from bench.drain import drain
-from controller.warehouse import Batch, make_engine
-from controller.worker import ControllerWorker
 from shared import meter
-from shared.listener import ListenerConfig
+from shared.listener_settings import listener_config
+from shared.warehouse import Batch, make_engine
 
 COMPLETION_TIMEOUT_SECONDS = 300.0
 
@@ -52,11 +51,11 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
     record = deployment.accept_batch(transactions)
     initiator = meter.diff(meter.snapshot(), before)
 
-    threads = ListenerConfig.from_settings(settings).rule.optimal_threads(record.chunks)
+    threads = listener_config(settings).rule.optimal_threads(record.chunks)
     processor = drain(settings, threads=threads, items=record.chunks).requests
 
     before = meter.snapshot()
-    worker = ControllerWorker(settings, deployment.storage)
+    worker = deployment.controller(trigger=False)
     worker.start()
     try:
         reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)

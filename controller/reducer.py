@@ -1,4 +1,4 @@
-"""The reduce step: apply one rated chunk to the warehouse, exactly once (design §7).
+"""The reduce step: apply one rated chunk to the warehouse, exactly once.
 
 A chunk's result may arrive twice (a redelivered message, a controller that crashed between
 the commit and the message delete, two controllers that took the same message after a
@@ -16,7 +16,7 @@ means "already applied", not an error; the caller deletes the message either way
 
 Order ids are reserved *before* the transaction: a reservation may cost a storage round
 trip, and holding database locks across it would stall every other writer. If the process
-dies after reserving, those ids are simply never used (seed 002 accepts gaps, never
+dies after reserving, those ids are simply never used (order ids may have gaps, never
 duplicates).
 """
 
@@ -25,72 +25,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Insert, Table, exists, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from controller.warehouse.models import AppliedChunk, Charge, Invoice
+from shared.contracts.chunk_result import ChargeRow
+from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
+from shared.warehouse.models import AppliedChunk, Charge, Invoice
 
 log = logging.getLogger(__name__)
 
-#: The invoice figures a chunk adds to (every one is a plain sum).
-INVOICE_SUMS = ("lines", "quantity", "gross", "discount", "net", "tax", "total")
-
-
-class RatedChargeLike(Protocol):
-    """What the reducer reads of a rated transaction (``processor.rating.RatedCharge``)."""
-
-    @property
-    def transaction_id(self) -> str: ...
-    @property
-    def customer_id(self) -> str: ...
-    @property
-    def sku(self) -> str: ...
-    @property
-    def region(self) -> str: ...
-    @property
-    def quantity(self) -> int: ...
-    @property
-    def occurred_at(self) -> datetime: ...
-    @property
-    def unit_price(self) -> int: ...
-    @property
-    def gross(self) -> int: ...
-    @property
-    def discount(self) -> int: ...
-    @property
-    def net(self) -> int: ...
-    @property
-    def tax(self) -> int: ...
-    @property
-    def total(self) -> int: ...
-
-
-class CustomerSubtotalLike(Protocol):
-    """One customer's sums within a chunk (``processor.rating.CustomerSubtotal``)."""
-
-    @property
-    def customer_id(self) -> str: ...
-    @property
-    def lines(self) -> int: ...
-    @property
-    def quantity(self) -> int: ...
-    @property
-    def gross(self) -> int: ...
-    @property
-    def discount(self) -> int: ...
-    @property
-    def net(self) -> int: ...
-    @property
-    def tax(self) -> int: ...
-    @property
-    def total(self) -> int: ...
+_charge_values = attrgetter(*CHARGE_FIELDS)
 
 
 class IdSource(Protocol):
-    """Where order ids come from (``shared.ids.OrderIdAllocator``)."""
+    """Where order ids come from (``shared.coordination.ids.OrderIdAllocator``)."""
 
     def take(self, count: int) -> Sequence[int]: ...
 
@@ -100,8 +52,8 @@ def apply_chunk(
     *,
     batch_id: str,
     chunk: int,
-    charges: Sequence[RatedChargeLike],
-    subtotals: Iterable[CustomerSubtotalLike],
+    charges: Sequence[ChargeRow],
+    subtotals: Iterable[CustomerSubtotal],
     currency: str,
     allocator: IdSource,
     processor: str,
@@ -150,7 +102,7 @@ def _insert_charges(
     connection: Connection,
     batch_id: str,
     chunk: int,
-    charges: Sequence[RatedChargeLike],
+    charges: Sequence[ChargeRow],
     order_ids: Sequence[int],
     currency: str,
 ) -> None:
@@ -163,21 +115,11 @@ def _insert_charges(
             "order_id": order_id,
             "batch_id": batch_id,
             "chunk": chunk,
-            "transaction_id": charge.transaction_id,
-            "customer_id": charge.customer_id,
-            "sku": charge.sku,
-            "region": charge.region,
-            "quantity": charge.quantity,
-            "occurred_at": charge.occurred_at,
+            "occurred_at": row.occurred_at,
             "currency": currency,
-            "unit_price": charge.unit_price,
-            "gross": charge.gross,
-            "discount": charge.discount,
-            "net": charge.net,
-            "tax": charge.tax,
-            "total": charge.total,
+            **dict(zip(CHARGE_FIELDS, _charge_values(row.charge), strict=True)),
         }
-        for order_id, charge in zip(order_ids, charges, strict=True)
+        for order_id, row in zip(order_ids, charges, strict=True)
     ]
     # A list of parameter sets is one executemany: sqlite3 loops over it in C inside the
     # process, psycopg 3 pipelines it (no round trip per row) — never a Python loop here.
@@ -187,7 +129,7 @@ def _insert_charges(
 def _add_to_invoices(
     connection: Connection,
     batch_id: str,
-    subtotals: Iterable[CustomerSubtotalLike],
+    subtotals: Iterable[CustomerSubtotal],
     currency: str,
 ) -> None:
     rows: list[dict[str, Any]] = [

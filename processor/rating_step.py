@@ -13,19 +13,20 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from typing import Literal, Protocol
+from typing import Protocol
 
-from processor.chunk_result import encode_result, result_blob_name
-from processor.rating import rater_for, subtotals
-from shared.chunk_payload import decode_chunk
+from processor.rating import rater_for
+from shared.contracts.batch_records import BatchState
+from shared.contracts.chunk_payload import decode_chunk
+from shared.contracts.chunk_result import encode_result, result_blob_name
+from shared.contracts.messages import ChunkResult, WorkItem
+from shared.domain.charges import subtotals
+from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
-from shared.messages import ChunkResult, WorkItem
-from shared.pricebook import Pricebook
 from shared.storage.ports import BlobContainer, Queue
 
 log = logging.getLogger(__name__)
 
-BatchState = Literal["accepted", "pending", "gone"]
 #: How many accepted batch ids a processor remembers.
 ACCEPTED_MEMORY = 1024
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
-
-Priority = Literal["high", "normal", "low"]
-PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
 
 
 def _split_csv(value: object) -> object:
@@ -72,7 +70,7 @@ class Settings(BaseSettings):
     # --- intake --------------------------------------------------------------------------
     chunk_size: int = Field(default=2000, ge=1, le=50_000)
 
-    # --- listeners (seed 000) ------------------------------------------------------------
+    # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
     visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
     max_dequeue_count: int = Field(default=5, ge=1)
@@ -90,7 +88,7 @@ class Settings(BaseSettings):
         default_factory=lambda: list(PRIORITIES)
     )
 
-    # --- order ids (seed 002) ------------------------------------------------------------
+    # --- order ids --------------------------------------------------------------------
     id_range_size: int = Field(default=10_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
@@ -139,8 +137,3 @@ class Settings(BaseSettings):
 
     def all_work_queues(self) -> list[str]:
         return [name for priority in PRIORITIES for name in self.work_queues(priority)]
-
-
-def poison_queue(queue: str) -> str:
-    """Where a message goes after too many dequeues (seed 000's poison handling)."""
-    return f"{queue}-poison"

@@ -15,8 +15,8 @@ from azure.core.exceptions import HttpResponseError, ResourceNotFoundError, Serv
 from initiator.dependencies import open_services
 from processor.gate_keeper import GateKeeper
 from shared.bus.embedded import EmbeddedTriggerBus
-from shared.gate import GATE_BLOB, set_gate
-from shared.pricebook import sample_pricebook
+from shared.coordination.gate import GATE_BLOB, set_gate
+from shared.domain.pricebook import sample_pricebook
 from shared.provision import containers_for, ensure_resources, queues_for, tables_for
 from shared.settings import Settings
 from shared.storage.transient import START_ATTEMPTS, is_transient, retry_transient

@@ -5,10 +5,11 @@ from __future__ import annotations
 from azure.core.exceptions import ResourceNotFoundError
 from sqlalchemy import func, select
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
-from shared.settings import Settings, poison_queue
+from shared.listener.source import poison_queue
+from shared.settings import Settings
 from shared.storage import open_storage
+from shared.warehouse import make_engine
+from shared.warehouse.models import Charge
 from tests.reliability.client import Submission
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy.engine import make_url
 
-from shared.sample_batches import write_batch_file
+from billing.sample_batches import write_batch_file
 from tests.e2e.pipeline import RunningPipeline, running_pipeline
 from tests.reliability.checks import assert_completed_once
 from tests.reliability.client import submit, wait_until_closed

@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from shared.sample_batches import write_batch_file
+from billing.sample_batches import write_batch_file
 from shared.settings import Priority
 from tests.e2e.pipeline import running_pipeline
 from tests.reliability.checks import assert_completed_once

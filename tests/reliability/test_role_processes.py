@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from shared.demo.cluster import free_port
-from shared.sample_batches import write_batch_file
+from billing.demo.cluster import free_port
+from billing.sample_batches import write_batch_file
 from tests.e2e.test_roles import Deployment, heartbeat_statuses, role
 from tests.reliability.client import submit, wait_until_closed
 from tests.support.deployment_settings import (
