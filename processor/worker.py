@@ -143,6 +143,7 @@ class ProcessorWorker:
             control,
             self.listener,
             poll_seconds=gate_poll_seconds or config.safety_poll_seconds,
+            start_retry_pause=settings.storage_retry_backoff_seconds,
         )
         self.subscriber = TriggerSubscriber(
             bus,

@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.domain.priority import PRIORITIES, Priority
+from shared.faults.spec import FaultSpec
 
 
 def _split_csv(value: object) -> object:
@@ -122,6 +123,18 @@ class Settings(BaseSettings):
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
     storage_retry_total: int = Field(default=5, ge=0)
     storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
+
+    # --- fault injection, a test tool: off unless set (shared.faults) ----------------------
+    #: e.g. ``"fail=0.1,lose=0.02,seed=7"``: that share of storage and bus requests fails
+    #: (see :mod:`shared.faults.spec` for every key). Every process logs it loudly when set.
+    faults: Annotated[FaultSpec | None, NoDecode] = None
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _fault_spec(cls, value: object) -> object:
+        if isinstance(value, str):
+            return FaultSpec.parse(value) if value.strip() else None
+        return value
 
     @field_validator("api_keys", "processor_priorities", mode="before")
     @classmethod
