@@ -67,8 +67,8 @@ def processor(
     ),
 ) -> None:
     """Run processors: rate the chunks on the work queues, one process per core."""
+    from billing.processor_process import run_processors
     from processor.cpus import available_cpus
-    from processor.supervisor import run_processors
 
     configure_logging()
     settings = Settings()
