@@ -18,7 +18,10 @@ from shared.domain.priority import Priority
 
 
 class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # A reader ignores fields it does not know: a newer writer may add one within a version
+    # (``trace`` was), and in a rolling upgrade an older reader must still take the message,
+    # not send it to the poison queue. A change an older reader cannot ignore bumps ``v``.
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     def to_text(self) -> str:
         return self.model_dump_json()
