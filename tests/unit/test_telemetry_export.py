@@ -66,16 +66,20 @@ def collector() -> Iterator[Collector]:
     server.server_close()
 
 
+def without_export_variables() -> dict[str, str]:
+    return {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("OTEL_") and key != "APPLICATIONINSIGHTS_CONNECTION_STRING"
+    }
+
+
 def test_no_variable_no_export() -> None:
     assert configure_export({}) == "none"
 
 
 def test_spans_metrics_and_correlated_logs_reach_the_otlp_endpoint(collector: Collector) -> None:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("OTEL_") and key != "APPLICATIONINSIGHTS_CONNECTION_STRING"
-    }
+    env = without_export_variables()
     env["OTEL_EXPORTER_OTLP_ENDPOINT"] = f"http://127.0.0.1:{collector.server_address[1]}"
     env["OTEL_SERVICE_NAME"] = "billing-processor"
     child = subprocess.run(
@@ -100,9 +104,22 @@ def test_spans_metrics_and_correlated_logs_reach_the_otlp_endpoint(collector: Co
     assert b"billing.storage.requests" in metrics
     assert b"queue.get" in metrics
     # The log line names its span, in the stderr format and in the exported record.
+    assert "Logging error" not in child.stderr
     [line] = [line for line in child.stderr.splitlines() if "rating a chunk" in line]
     assert f"billing.probe [trace={trace_id} span={span_id}]: rating a chunk" in line
     logs = sent("logs")
     assert b"rating a chunk of the probe" in logs
     assert bytes.fromhex(trace_id) in logs
     assert bytes.fromhex(span_id) in logs
+
+
+def test_without_export_the_log_lines_are_plain() -> None:
+    env = without_export_variables()
+    child = subprocess.run(
+        [sys.executable, "-c", CHILD], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines()[0] != "TracerProvider"  # the API's no-op one
+    [line] = [line for line in child.stderr.splitlines() if "rating a chunk" in line]
+    assert "billing.probe: rating a chunk of the probe" in line
+    assert "trace=" not in child.stderr
