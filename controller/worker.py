@@ -23,7 +23,7 @@ from sqlalchemy import Engine
 from controller.failed_chunks import FailedChunks
 from controller.outage import WarehouseOutageGuard
 from controller.results import ControllerCounters, ResultHandler
-from shared import listener_settings
+from shared import listener_settings, otel_metrics
 from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.bus.subscriber import TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
@@ -148,6 +148,7 @@ class ControllerWorker:
             )
             self._outage.attach(self._listener)
             self._listener.start()
+            otel_metrics.observe_listener(self._listener.name, self._listener.snapshot)
             if self._bus is not None:
                 listener = self._listener
                 self._subscriber = TriggerSubscriber(
@@ -177,6 +178,8 @@ class ControllerWorker:
                 self._outage.stop()
             listener = self._listener
             finished = listener.stop(timeout) if listener is not None else True
+            if listener is not None:
+                otel_metrics.forget_listener(listener.name)
             if self._given_engine is None and self._engine is not None:
                 self._engine.dispose()
                 self._engine = None

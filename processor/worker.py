@@ -41,7 +41,7 @@ from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
 from processor.subscriptions import fans_out, subscription_specs
 from processor.work_queues import work_sources
-from shared import meter
+from shared import meter, otel_metrics
 from shared.bus.ports import TriggerBus
 from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
@@ -172,6 +172,7 @@ class ProcessorWorker:
     def start(self) -> None:
         """Subscribe first, then read the gate: a release broadcast in between is not missed."""
         self._started_at = datetime.now(UTC)
+        otel_metrics.observe_listener(self.listener.name, self.listener.snapshot)
         self.heartbeat.start()
         self.subscriber.start()
         if not self.subscriber.wait_ready(SUBSCRIBE_WAIT_SECONDS):
@@ -196,6 +197,7 @@ class ProcessorWorker:
         subscriber_done = self.subscriber.stop(time_left(deadline))
         listener_done = self.listener.stop(time_left(deadline))
         self.heartbeat.stop()
+        otel_metrics.forget_listener(self.listener.name)
         log.info("processor %s stopped", self.instance_id)
         return subscriber_done and listener_done
 
