@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "trigger_latency": "batch accepted → first work item dequeued, trigger vs polling",
     "end_to_end": "end-to-end throughput vs the bare pipeline; hot-path requests",
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",
+    "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
 }
 
 
