@@ -20,15 +20,14 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert, update
 
-from controller.reducer import apply_chunk
+from controller.reducer import apply_rows
 from controller.warehouse import Batch, make_engine, upgrade
 from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
-from processor.chunk_result import ChargeRow
-from processor.rating import RatedCharge, rater_for, subtotals
+from processor.integer_rater import IntegerRater
 from shared.chunk_payload import NumberedTransaction
 from shared.pricebook import sample_pricebook
-from shared.transactions import ControlTotalsBuilder, Transaction
+from shared.transactions import ControlTotalsBuilder
 
 BATCH_ID = "bare-pipeline"
 
@@ -71,7 +70,7 @@ def run_bare_pipeline(data: bytes, warehouse: Path, *, chunk_size: int) -> BareT
 
 def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
     book = sample_pricebook()
-    rater = rater_for(book)
+    rater = IntegerRater(book)
     ids = MemoryIds()
     totals = ControlTotalsBuilder()
     _insert_batch_row(engine, book.version_hash())
@@ -90,16 +89,27 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
             for _, tx in rows:
                 totals.add(tx.transaction_id, tx.quantity)
             t1 = time.perf_counter()
-            rated = [rater.rate(tx) for _, tx in rows]
-            sums = subtotals(rated)
-            charges = [_charge_row(line, tx, c) for (line, tx), c in zip(rows, rated, strict=True)]
+            # The payload's rows, as a processor decodes them from the blob.
+            payload_rows = [
+                [
+                    line,
+                    tx.transaction_id,
+                    tx.customer_id,
+                    tx.sku,
+                    tx.quantity,
+                    tx.region,
+                    tx.occurred_at_text or tx.occurred_at.isoformat(),
+                ]
+                for line, tx in rows
+            ]
+            rated, sums = rater.rate_rows(payload_rows)
             t2 = time.perf_counter()
-            apply_chunk(
+            apply_rows(
                 engine,
                 batch_id=BATCH_ID,
                 chunk=chunk,
-                charges=charges,
-                subtotals=sums.values(),
+                rows=rated,
+                subtotals=sums,
                 currency=book.currency,
                 allocator=ids,
                 processor="bare",
@@ -111,25 +121,6 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
         raise RuntimeError(f"the benchmark's batch was rejected: {reader.rejection()}")
     _close_batch(engine, totals)
     return BareTimings(count, parse_s, rate_s, insert_s, time.perf_counter() - started)
-
-
-def _charge_row(line: int, tx: Transaction, charge: RatedCharge) -> ChargeRow:
-    """The warehouse row of one rated transaction (what a result blob carries)."""
-    return ChargeRow(
-        line,
-        tx.occurred_at,
-        charge.transaction_id,
-        charge.customer_id,
-        charge.sku,
-        charge.region,
-        charge.quantity,
-        charge.unit_price,
-        charge.gross,
-        charge.discount,
-        charge.net,
-        charge.tax,
-        charge.total,
-    )
 
 
 def _insert_batch_row(engine: Engine, pricebook_version: str) -> None:

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from processor.rating import CustomerSubtotal, RatedCharge
 
@@ -73,6 +74,22 @@ def result_blob_name(batch_id: str, chunk: int) -> str:
     return f"{batch_id}/{chunk:06d}"
 
 
+@dataclass(frozen=True)
+class RatedRows:
+    """A result blob as rows: what the controller loads, with no object per charge.
+
+    ``rows`` are lists in :data:`COLUMNS` order with ``occurred_at`` as RFC 3339 text;
+    ``subtotals`` map a customer id to its figures in :data:`SUBTOTAL_COLUMNS` order.
+    """
+
+    batch_id: str
+    chunk: int
+    currency: str
+    pricebook_version: str
+    rows: list[list[Any]]
+    subtotals: dict[str, list[int]]
+
+
 def encode_result(
     *,
     batch_id: str,
@@ -82,15 +99,13 @@ def encode_result(
     charges: Sequence[tuple[int, datetime, RatedCharge]],
     subtotals: Mapping[str, CustomerSubtotal],
 ) -> bytes:
-    """The result blob's bytes; ``charges`` are (line, occurred_at, charge) triples."""
-    document = {
-        "v": RESULT_VERSION,
-        "batch_id": batch_id,
-        "chunk": chunk,
-        "currency": currency,
-        "pricebook_version": pricebook_version,
-        "columns": COLUMNS,
-        "rows": [
+    """The result blob's bytes from rated charges; ``charges`` are (line, occurred_at, charge)."""
+    return encode_result_rows(
+        batch_id=batch_id,
+        chunk=chunk,
+        currency=currency,
+        pricebook_version=pricebook_version,
+        rows=[
             [
                 line,
                 occurred_at.isoformat(),
@@ -108,18 +123,68 @@ def encode_result(
             ]
             for line, occurred_at, c in charges
         ],
-        "subtotal_columns": SUBTOTAL_COLUMNS,
-        "subtotals": {
+        subtotals={
             customer: [s.lines, s.quantity, s.gross, s.discount, s.net, s.tax, s.total]
             for customer, s in subtotals.items()
         },
+    )
+
+
+def encode_result_rows(
+    *,
+    batch_id: str,
+    chunk: int,
+    currency: str,
+    pricebook_version: str,
+    rows: Sequence[Sequence[Any]],
+    subtotals: Mapping[str, Sequence[int]],
+) -> bytes:
+    """The result blob's bytes from rows in :data:`COLUMNS` order (the integer rater's)."""
+    document = {
+        "v": RESULT_VERSION,
+        "batch_id": batch_id,
+        "chunk": chunk,
+        "currency": currency,
+        "pricebook_version": pricebook_version,
+        "columns": COLUMNS,
+        "rows": rows,
+        "subtotal_columns": SUBTOTAL_COLUMNS,
+        "subtotals": subtotals,
     }
     text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
     return gzip.compress(text.encode(), compresslevel=1, mtime=0)
 
 
 def decode_result(data: bytes) -> RatedChunk:
-    """Read a result blob back. Raises :class:`ChunkResultError`."""
+    """Read a result blob back as charge objects. Raises :class:`ChunkResultError`."""
+    rated = decode_result_rows(data)
+    try:
+        charges = [
+            ChargeRow(line, datetime.fromisoformat(at), *rest) for line, at, *rest in rated.rows
+        ]
+        subtotals = {
+            customer: CustomerSubtotal(customer, *figures)
+            for customer, figures in rated.subtotals.items()
+        }
+    except (TypeError, ValueError) as exc:
+        raise ChunkResultError(f"malformed chunk result: {exc}") from None
+    return RatedChunk(
+        batch_id=rated.batch_id,
+        chunk=rated.chunk,
+        currency=rated.currency,
+        pricebook_version=rated.pricebook_version,
+        charges=charges,
+        subtotals=subtotals,
+    )
+
+
+def decode_result_rows(data: bytes) -> RatedRows:
+    """Read a result blob back as rows, values untouched. Raises :class:`ChunkResultError`.
+
+    Checks the version, the columns and the shape of every row (its length), not the
+    values: the blob's sha256 was checked against the processor's message already, and
+    the warehouse refuses a value of the wrong type.
+    """
     try:
         document = json.loads(gzip.decompress(data))
     except (OSError, EOFError, ValueError) as exc:
@@ -129,20 +194,20 @@ def decode_result(data: bytes) -> RatedChunk:
     if tuple(document.get("columns", ())) != COLUMNS:
         raise ChunkResultError(f"unexpected result columns {document.get('columns')!r}")
     try:
-        charges = [
-            ChargeRow(line, datetime.fromisoformat(at), *rest)
-            for line, at, *rest in document["rows"]
-        ]
-        subtotals = {
-            customer: CustomerSubtotal(customer, *figures)
-            for customer, figures in document["subtotals"].items()
-        }
-        return RatedChunk(
+        rows: list[list[Any]] = document["rows"]
+        width = len(COLUMNS)
+        bad = next((row for row in rows if len(row) != width), None)
+        if bad is not None:
+            raise ValueError(f"a row of {len(bad)} values, not {width}: {bad!r}")
+        subtotals: dict[str, list[int]] = document["subtotals"]
+        if any(len(figures) != len(SUBTOTAL_COLUMNS) for figures in subtotals.values()):
+            raise ValueError("a subtotal without all of " + ", ".join(SUBTOTAL_COLUMNS))
+        return RatedRows(
             batch_id=document["batch_id"],
             chunk=document["chunk"],
             currency=document["currency"],
             pricebook_version=document["pricebook_version"],
-            charges=charges,
+            rows=rows,
             subtotals=subtotals,
         )
     except (KeyError, TypeError, ValueError) as exc:
