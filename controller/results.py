@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
-from controller.progress import BatchRecordUpdates
+from controller.progress import BatchRecordUpdates, progress_due
 from controller.reducer import IdSource, apply_rows, is_applied
 from processor.chunk_result import RatedRows, decode_result_rows
 from shared.batch_records import BatchRecords
@@ -185,7 +185,9 @@ class ResultHandler:
             return None
         if settlement.closed_now:
             self._count("batches_closed")
-        self._updates.apply(settlement)
+        tally = settlement.tally
+        if settlement.row.closed or progress_due(tally.settled, tally.total):
+            self._updates.apply(settlement)
         return settlement
 
     # --- steps ------------------------------------------------------------------------------
