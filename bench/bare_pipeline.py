@@ -22,7 +22,7 @@ from sqlalchemy import Engine, insert, update
 
 from controller.reducer import apply_rows
 from controller.warehouse import Batch, make_engine, upgrade
-from initiator.acceptance import chunks_of
+from initiator.acceptance import growing_chunks
 from initiator.intake import parse_batch
 from processor.integer_rater import IntegerRater
 from shared.chunk_payload import NumberedTransaction
@@ -57,18 +57,21 @@ class MemoryIds:
         return [next(self._next) for _ in range(count)]
 
 
-def run_bare_pipeline(data: bytes, warehouse: Path, *, chunk_size: int) -> BareTimings:
-    """Parse, rate and insert the CSV batch ``data`` into a new SQLite file ``warehouse``."""
+def run_bare_pipeline(
+    data: bytes, warehouse: Path, *, chunk_size: int, max_chunk_size: int
+) -> BareTimings:
+    """Parse, rate and insert the CSV batch ``data`` into a new SQLite file ``warehouse``,
+    in chunks as the initiator cuts them (``chunk_size`` doubling up to ``max_chunk_size``)."""
     url = f"sqlite:///{warehouse}"
     upgrade(url)
     engine = make_engine(url)
     try:
-        return _run(data, engine, chunk_size)
+        return _run(data, engine, chunk_size, max_chunk_size)
     finally:
         engine.dispose()
 
 
-def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
+def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> BareTimings:
     book = sample_pricebook()
     rater = IntegerRater(book)
     ids = MemoryIds()
@@ -79,7 +82,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
     started = time.perf_counter()
     reader = parse_batch([data], content_type="text/csv", content_encoding=None, pricebook=book)
     with reader:
-        chunks = chunks_of(reader, chunk_size)
+        chunks = growing_chunks(reader, chunk_size, max_chunk_size)
         for chunk in itertools.count():
             t0 = time.perf_counter()
             rows: list[NumberedTransaction] | None = next(chunks, None)

@@ -43,7 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     transactions: int = args.transactions or (4_000 if args.quick else 100_000)
     processes: int = args.processes or os.cpu_count() or 1
-    chunk_size = Settings.model_fields["chunk_size"].default
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
     report = Report(benchmark="end_to_end", quick=args.quick)
 
     print(f"  demo: {transactions:,} transactions, {processes} processors", file=sys.stderr)
@@ -53,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("  bare pipeline", file=sys.stderr)
     data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
     with tempfile.TemporaryDirectory(prefix="billing-bare-") as folder:
-        bare = run_bare_pipeline(data, Path(folder) / "warehouse.sqlite3", chunk_size=chunk_size)
+        bare = run_bare_pipeline(
+            data,
+            Path(folder) / "warehouse.sqlite3",
+            chunk_size=defaults.chunk_size,
+            max_chunk_size=defaults.max_chunk_size,
+        )
     print("  hot path, role by role", file=sys.stderr)
     with open_deployment("embedded") as deployment:
         hot = count_hot_path(deployment, transactions)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 Priority = Literal["high", "normal", "low"]
 PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+#: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 16,000-row
+#: payload blob is ~350 KB and is rated in well under a second (bench/README.md).
+DEFAULT_MAX_CHUNK_SIZE = 16_000
 
 
 def _split_csv(value: object) -> object:
@@ -68,7 +71,12 @@ class Settings(BaseSettings):
     trigger_topic: str = "triggers"
 
     # --- intake --------------------------------------------------------------------------
+    #: A batch's first chunk; each next one is twice as large, up to ``max_chunk_size``:
+    #: small batches still make enough chunks for every processor, large ones few requests.
     chunk_size: int = Field(default=2000, ge=1, le=50_000)
+    #: 0 (unset): ``DEFAULT_MAX_CHUNK_SIZE``, or ``chunk_size`` itself when that is set, so
+    #: that an explicit chunk size stays a fixed one. Never below ``chunk_size``.
+    max_chunk_size: int = Field(default=0, ge=0, le=50_000)
 
     # --- listeners (seed 000) ------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
@@ -95,6 +103,23 @@ class Settings(BaseSettings):
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
     storage_retry_total: int = Field(default=5, ge=0)
     storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _largest_chunk(cls, data: Any) -> Any:
+        """Resolve an unset ``max_chunk_size`` (it depends on whether ``chunk_size`` is set)."""
+        if isinstance(data, dict) and str(data.get("max_chunk_size") or 0) == "0":
+            fixed = data.get("chunk_size")
+            data = {**data, "max_chunk_size": fixed or DEFAULT_MAX_CHUNK_SIZE}
+        return data
+
+    @model_validator(mode="after")
+    def _largest_chunk_not_below_the_first(self) -> Self:
+        if self.max_chunk_size < self.chunk_size:
+            raise ValueError(
+                f"max_chunk_size {self.max_chunk_size} is below chunk_size {self.chunk_size}"
+            )
+        return self
 
     @field_validator("api_keys", "processor_priorities", mode="before")
     @classmethod
