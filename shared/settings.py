@@ -97,7 +97,10 @@ class Settings(BaseSettings):
     )
 
     # --- order ids (seed 002) ------------------------------------------------------------
-    id_range_size: int = Field(default=10_000, ge=1)
+    #: One conditional write of the counter blob per range: with chunks of up to 16,000 a
+    #: range of 10,000 cost a get and a put on almost every chunk; a crash loses at most
+    #: one range of the 2**63 ids a BIGINT holds.
+    id_range_size: int = Field(default=100_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
