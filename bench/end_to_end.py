@@ -110,19 +110,21 @@ def add_hot_path(report: Report, hot: HotPath) -> None:
             meter.total(counts),
             hot.per_thousand(role),
             meter.total(counts) / hot.chunks,
+            hot.cpu_us_per_transaction(role),
             ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())),
         ]
         for role, counts in hot.requests.items()
     ]
     total = sum(meter.total(counts) for counts in hot.requests.values())
-    rows.append(["all roles", total, hot.per_thousand(), total / hot.chunks, ""])
+    rows.append(["all roles", total, hot.per_thousand(), total / hot.chunks, "", ""])
     report.table(
         f"hot path: {hot.transactions:,} transactions in {hot.chunks} chunks, role by role",
-        ["role", "requests", "per 1,000 transactions", "per chunk", "kinds"],
+        ["role", "requests", "per 1,000 transactions", "per chunk", "CPU µs per tx", "kinds"],
         rows,
     )
     for role in hot.requests:
         report.figure(f"hot_path.{role}.requests_per_1000", hot.per_thousand(role))
+        report.figure(f"hot_path.{role}.cpu_us_per_transaction", hot.cpu_us_per_transaction(role))
     report.figure("hot_path.requests_per_1000", hot.per_thousand())
     report.conclude(
         f"the hot path costs {hot.per_thousand():.1f} storage requests per 1,000 transactions "
