@@ -11,8 +11,9 @@ of a few rounds, the two raters alternating:
   ``subtotals``) against :meth:`processor.integer_rater.IntegerRater.rate_rows`, which also
   builds the result rows;
 * **chunk**: everything a processor does to one chunk between the blob get and the blob put,
-  the present way (``decode_chunk`` → Decimal rating → ``encode_result``) against rows that
-  stay rows (gzip'd JSON in → ``rate_rows`` → gzip'd JSON out, timestamps left as text).
+  the former way (``decode_chunk`` → Decimal rating → ``encode_result``) against the
+  processor's way now (``decode_chunk_rows`` → ``rate_rows`` → ``encode_result_rows``: rows
+  that stay rows, timestamps left as text).
 """
 
 from __future__ import annotations
@@ -28,10 +29,15 @@ from bench.deployment import batch_file
 from bench.report import Report, base_parser
 from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
-from processor.chunk_result import encode_result
+from processor.chunk_result import encode_result, encode_result_rows
 from processor.integer_rater import IntegerRater
 from processor.rating import Rater, subtotals
-from shared.chunk_payload import NumberedTransaction, decode_chunk, encode_chunk
+from shared.chunk_payload import (
+    NumberedTransaction,
+    decode_chunk,
+    decode_chunk_rows,
+    encode_chunk,
+)
 from shared.pricebook import Pricebook, sample_pricebook
 from shared.settings import Settings
 
@@ -76,10 +82,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def integer_chunk() -> None:
         for index, blob in enumerate(blobs):
-            rows, sums = integer.rate_rows(json.loads(gzip.decompress(blob))["rows"])
-            document = {"v": 1, "batch_id": "bench", "chunk": index, "rows": rows, "sums": sums}
-            text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
-            gzip.compress(text.encode(), compresslevel=1, mtime=0)
+            rows, sums = integer.rate_rows(decode_chunk_rows(blob).rows)
+            encode_result_rows(
+                batch_id="bench",
+                chunk=index,
+                currency=book.currency,
+                pricebook_version="v",
+                rows=rows,
+                subtotals=sums,
+            )
 
     print("  timing", file=sys.stderr)
     timings = _best_cpu(
@@ -97,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.table(
         f"{transactions:,} transactions in chunks of {chunk_size:,}; CPU µs per transaction, "
         f"best of {rounds}",
-        ["step", "Decimal (today)", "integer rows", "Decimal / integer"],
+        ["step", "Decimal objects", "integer rows", "Decimal / integer"],
         [
             ["rate + subtotals", per_tx["decimal_rating"], per_tx["integer_rating"], rating_ratio],
             [
