@@ -73,7 +73,7 @@ def test_every_spelling_lands_as_the_instant_python_reads(engine: Engine) -> Non
     assert applied
     query = select(Charge.transaction_id, Charge.occurred_at).order_by(Charge.order_id)
     with engine.connect() as connection:
-        stored = {tid: at for tid, at in connection.execute(query)}
+        stored = dict(connection.execute(query).all())
     assert stored == {
         f"T-{n}": datetime.fromisoformat(text).astimezone(UTC) for n, text in enumerate(SPELLINGS)
     }
