@@ -37,9 +37,10 @@ FINAL = frozenset({BatchStatus.COMPLETED, BatchStatus.FAILED})
 #: Conditional writes lost to other controller threads before giving up.
 MAX_ATTEMPTS = 20
 #: An open batch's progress is written about this many times in all (a batch of at most
-#: this many chunks, after every chunk): 5 % steps for a status page, and at most ~40
-#: storage requests of progress per batch however many chunks it has.
-PROGRESS_STEPS = 20
+#: this many chunks, after every chunk): 20 % steps for a status page, and about a dozen
+#: storage requests of progress per batch however many chunks it has. Chunks grow with the
+#: batch, so even a large batch has only tens of them.
+PROGRESS_STEPS = 5
 
 
 def progress_due(settled: int, total: int) -> bool:
