@@ -31,6 +31,7 @@ BENCHMARKS: dict[str, str] = {
     "end_to_end": "end-to-end throughput vs the bare pipeline; hot-path requests",
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",
     "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
+    "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
 }
 
 
