@@ -7,6 +7,7 @@ COPY shared ./shared
 COPY initiator ./initiator
 COPY processor ./processor
 COPY controller ./controller
+COPY billing ./billing
 RUN pip install ".[postgres]" && useradd --create-home billing
 USER billing
 EXPOSE 8000

@@ -1,4 +1,4 @@
-"""Benchmarks (design §8): ratios measured side by side in one run, never timed tests.
+"""Benchmarks: ratios measured side by side in one run, never timed tests.
 
 =====================  ==================================================================
 ``intake``             intake throughput next to a plain ``csv`` parse; peak RSS

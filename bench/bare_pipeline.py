@@ -1,13 +1,14 @@
 """The bare single-process pipeline: parse + rate + insert in one loop, no queues, no blobs.
 
-The yardstick of design §8's end-to-end figure: what one process does with the same batch
+The yardstick of the end-to-end figure: what one process does with the same batch
 file when nothing is distributed. It calls the production functions directly — the
 streaming validating parser (:func:`initiator.intake.parse_batch`, duplicates and control
-totals included), the rater (:func:`processor.rating.rater_for` and ``subtotals``) and the
-reducer (:func:`controller.reducer.apply_chunk`: one database transaction per chunk
-of ``chunk_size``) into a fresh SQLite warehouse — and skips only what distribution adds:
-payload and result blobs, queues, the trigger, the blob-backed order-id allocator (ids
-come from a counter in memory).
+totals included), the processors' rater
+(:meth:`processor.integer_rater.IntegerRater.rate_rows`) and the reducer
+(:func:`controller.reducer.apply_rows`: one database transaction per chunk, chunks growing
+as the initiator cuts them) into a fresh SQLite warehouse — and skips only what
+distribution adds: payload and result blobs, queues, the trigger, the blob-backed order-id
+allocator (ids come from a counter in memory).
 """
 
 from __future__ import annotations
@@ -21,13 +22,13 @@ from pathlib import Path
 from sqlalchemy import Engine, insert, update
 
 from controller.reducer import apply_rows
-from controller.warehouse import Batch, make_engine, upgrade
 from initiator.acceptance import growing_chunks
 from initiator.intake import parse_batch
 from processor.integer_rater import IntegerRater
-from shared.chunk_payload import NumberedTransaction
-from shared.pricebook import sample_pricebook
-from shared.transactions import ControlTotalsBuilder
+from shared.contracts.chunk_payload import NumberedTransaction
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.transactions import ControlTotalsBuilder
+from shared.warehouse import Batch, make_engine, upgrade
 
 BATCH_ID = "bare-pipeline"
 

@@ -8,7 +8,7 @@ alternating rounds on the same database:
 
 * **ORM**: what the reducer did so far: one dict per charge with an aware ``datetime``
   (parsed from the result's text), one ``insert(Charge)`` executemany per chunk;
-* **bulk**: :func:`controller.warehouse.charge_loader.load_charges`: tuples with the
+* **bulk**: :func:`controller.charge_loader.load_charges`: tuples with the
   timestamp left as text; ``executemany`` on SQLite, ``COPY`` on PostgreSQL.
 
 Both start from the same decoded result rows, so each side includes the work of turning
@@ -38,14 +38,14 @@ from sqlalchemy.engine import make_url
 
 from bench.deployment import batch_file
 from bench.report import Cell, Report, base_parser
-from controller.warehouse import Batch, Charge, make_engine, upgrade
-from controller.warehouse.charge_loader import load_charges
+from controller.charge_loader import load_charges
 from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
 from processor.integer_rater import IntegerRater
-from shared.chunk_payload import chunk_json
-from shared.pricebook import sample_pricebook
+from shared.contracts.chunk_payload import chunk_json
+from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
+from shared.warehouse import Batch, Charge, make_engine, upgrade
 
 BATCH_ID = "charge-load"
 ResultRows = list[list[Any]]

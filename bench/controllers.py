@@ -35,10 +35,10 @@ from sqlalchemy.engine import make_url
 from bench.deployment import Deployment, open_deployment
 from bench.drain import capture_work_items, rating_step
 from bench.report import Cell, Report, base_parser
-from controller.warehouse import Batch, make_engine, upgrade
 from controller.worker import ControllerWorker
 from shared.settings import Settings
 from shared.storage import open_storage
+from shared.warehouse import Batch, make_engine, upgrade
 
 COUNTS = (1, 2)
 TIMEOUT_SECONDS = 600.0

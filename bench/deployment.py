@@ -1,10 +1,11 @@
-"""A throw-away deployment for a benchmark: settings, storage, bus, and real batches on the queues.
+"""A throw-away deployment for a benchmark (:class:`billing.deployment.Deployment`), and real
+batches on its queues.
 
     with open_deployment("azurite", quick=False) as deployment:
         batch = deployment.accept_batch(transactions=20_000, chunk_size=2_000)
 
 The embedded backend lives in a temporary folder; ``azurite`` starts its own Azurite (in
-memory, free ports) with the launcher of ``shared.devtools``. The trigger bus is always the
+memory, free ports) with the launcher of ``billing.devtools``. The trigger bus is always the
 embedded one (there is no Service Bus emulator to start here).
 
 Batches go through the production acceptance (:class:`~initiator.acceptance.BatchAcceptance`:
@@ -18,22 +19,18 @@ import hashlib
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from billing import deployment as composition
+from billing.sample_batches import generate_lines
 from initiator.acceptance import BatchAcceptance, BatchRequest
 from initiator.publishing import FaultHook, Publisher
-from shared.batch_records import BatchRecord
-from shared.bus import open_bus
-from shared.bus.ports import TriggerBus
-from shared.pricebook import sample_pricebook
-from shared.pricebook_store import PricebookStore
-from shared.provision import ensure_resources
-from shared.sample_batches import generate_lines
-from shared.settings import Priority, Settings
-from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
+from shared.settings import Settings
 
 Backend = Literal["embedded", "azurite"]
 BACKENDS: tuple[Backend, ...] = ("embedded", "azurite")
@@ -67,12 +64,12 @@ def batch_file(transactions: int, *, seed: int = 7, customers: int = 500) -> byt
     return "".join(lines).encode()
 
 
-@dataclass
-class Deployment:
-    backend: Backend
-    settings: Settings
-    storage: StorageAccount
-    bus: TriggerBus
+class Deployment(composition.Deployment):
+    """The composition's deployment on ``backend``, and a way to put real batches on it."""
+
+    def __init__(self, backend: Backend, settings: Settings) -> None:
+        super().__init__(settings)
+        self.backend = backend
 
     def accept_batch(
         self,
@@ -108,7 +105,7 @@ def bench_settings(root: Path, connection_string: str | None = None, **extra: An
 @contextmanager
 def azurite_connection_string() -> Iterator[str]:
     """A fresh Azurite for the duration of the block (installed from npm if missing)."""
-    from shared.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
+    from billing.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
 
     server = AzuriteServer(ensure_azurite(azurite_dir()))
     try:
@@ -126,11 +123,6 @@ def open_deployment(backend: Backend, **settings: Any) -> Iterator[Deployment]:
         if backend == "azurite":
             connection_string = stack.enter_context(azurite_connection_string())
         config = bench_settings(root, connection_string, **settings)
-        storage = open_storage(config)
-        stack.callback(storage.close)
-        bus = open_bus(config)
-        stack.callback(bus.close)
-        ensure_resources(config, storage, bus)
-        deployment = Deployment(backend, config, storage, bus)
+        deployment = stack.enter_context(Deployment(backend, config))
         deployment.pricebooks().install_if_missing(sample_pricebook())
         yield deployment

@@ -26,11 +26,14 @@ from typing import Any
 
 from bench.deployment import Deployment
 from processor.rating_step import RatingStep
+from processor.work_queues import work_sources
 from shared import meter
-from shared.batch_records import BatchRecords
-from shared.listener import Lease, ListenerConfig, QueueListener, work_sources
-from shared.pricebook_store import PricebookStore
-from shared.settings import PRIORITIES, Settings
+from shared.contracts.batch_records import BatchRecords
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import PRIORITIES
+from shared.listener import Lease, QueueListener
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
 
@@ -159,7 +162,7 @@ def _drain_child(
             if counter.value >= total:
                 done.set()
 
-    config = ListenerConfig.from_settings(
+    config = listener_config(
         settings,
         **{"scaling_rule": f"0:{threads}", "max_threads": threads, **listener_overrides},
     )

@@ -3,9 +3,9 @@
     python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
 
 Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
-seed 7), in one run:
+random seed 7), in one run:
 
-* **end to end**: :func:`shared.demo.scenario.run_demo` starts initiator, processors (one
+* **end to end**: :func:`billing.demo.scenario.run_demo` starts initiator, processors (one
   process per core) and controller as processes on the embedded backend and times
   ``POST /batches`` → batch ``completed`` (reconciled, or the benchmark fails);
 * **bare**: :mod:`bench.bare_pipeline`, parse + rate + insert in one loop in this process;
@@ -28,8 +28,8 @@ from bench.bare_pipeline import BareTimings, run_bare_pipeline
 from bench.deployment import batch_file, open_deployment
 from bench.hot_path import HotPath, count_hot_path
 from bench.report import Cell, Report, base_parser
+from billing.demo.scenario import DemoResult, run_demo
 from shared import meter
-from shared.demo.scenario import DemoResult, run_demo
 from shared.settings import Settings
 
 DEMO_SEED = 7

@@ -27,10 +27,9 @@ from sqlalchemy import select
 
 from bench.deployment import Deployment, batch_file
 from bench.drain import drain
-from controller.warehouse import Batch, make_engine
-from controller.worker import ControllerWorker
 from shared import meter
-from shared.listener import ListenerConfig
+from shared.listener_settings import listener_config
+from shared.warehouse import Batch, make_engine
 
 COMPLETION_TIMEOUT_SECONDS = 300.0
 
@@ -62,11 +61,11 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
     initiator = meter.diff(meter.snapshot(), before)
     initiator_cpu = time.process_time() - cpu_before
 
-    threads = ListenerConfig.from_settings(settings).rule.optimal_threads(record.chunks)
+    threads = listener_config(settings).rule.optimal_threads(record.chunks)
     drained = drain(settings, threads=threads, items=record.chunks)
 
     before, cpu_before = meter.snapshot(), time.process_time()
-    worker = ControllerWorker(settings, deployment.storage)
+    worker = deployment.controller(trigger=False)
     worker.start()
     try:
         reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)

@@ -3,8 +3,8 @@ hour, five ways side by side.
 
     python -m bench.idle [--quick] [--backend embedded|azurite] [--window SECONDS]
 
-Every storage request is billed (seed 000: a 1 s poll of one queue is 79,200 requests in 22
-idle hours). Four variants run at the same time, each in its own process on empty queues
+Every storage request is billed (a 1 s poll of one queue is 79,200 requests in 22 idle
+hours). Four variants run at the same time, each in its own process on empty queues
 (every priority x partition: 12 work queues with the defaults), and the meter counts their
 requests:
 
@@ -45,17 +45,17 @@ from typing import Any, Literal
 
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
-from processor.trigger_subscriber import (
-    INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
-    RECEIVE_SECONDS,
-    TriggerSubscriber,
-)
+from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS
+from processor.work_queues import work_sources
 from shared import meter
 from shared.bus import open_bus
 from shared.bus.ports import SubscriptionSpec
-from shared.listener import ListenerConfig, QueueListener, work_sources
-from shared.messages import PRIORITY_PROPERTY
-from shared.settings import PRIORITIES, Settings
+from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.contracts.messages import PRIORITY_PROPERTY
+from shared.domain.priority import PRIORITIES
+from shared.listener import ListenerConfig, QueueListener
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage import open_storage
 
 Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor"]
@@ -172,7 +172,7 @@ def _idle_child(
         worker.start()
         stops.append(worker.stop)
     else:
-        config = ListenerConfig.from_settings(settings, **options)
+        config = listener_config(settings, **options)
         listener = QueueListener(
             work_sources(storage, settings),
             _never_called,
@@ -209,7 +209,7 @@ def specs_before(instance_id: str) -> list[SubscriptionSpec]:
     return [
         SubscriptionSpec(
             name=f"proc-{p}-{digest}",
-            filter={PRIORITY_PROPERTY: p},
+            rules=({PRIORITY_PROPERTY: p},),
             auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
         )
         for p in PRIORITIES
@@ -268,7 +268,7 @@ def add_results(
     report.conclude(
         f"naive polling costs {naive / max(per_hour['backoff'], 1):.0f}x the back-off and "
         f"{naive / max(per_hour['trigger'], 1):.0f}x back-off + trigger "
-        f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours: seed 000's 79,200)"
+        f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours)"
     )
     report.conclude(
         f"trigger receive calls (billed per call on Service Bus): {before:,.0f}/h before, "

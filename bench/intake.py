@@ -32,9 +32,9 @@ import psutil
 
 from bench.intake_sweep import chunk_size_sweep, compression_levels
 from bench.report import Report, base_parser
+from billing.sample_batches import write_batch_file
 from initiator.intake import parse_batch
-from shared.pricebook import sample_pricebook
-from shared.sample_batches import write_batch_file
+from shared.domain.pricebook import sample_pricebook
 
 API_KEY = "bench-key"
 #: Bytes per line of ``billing generate``'s CSV, to size the file from ``--size-gb``.

@@ -17,11 +17,11 @@ import anyio
 import httpx
 
 from bench.report import Report
+from billing.sample_batches import generate_lines
 from initiator.app import create_app
 from shared import meter
-from shared.chunk_payload import encode_chunk
-from shared.pricebook import sample_pricebook
-from shared.sample_batches import generate_lines
+from shared.contracts.chunk_payload import encode_chunk
+from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
 
 CHUNK_SIZES = (500, 1000, 2000, 5000)

@@ -29,16 +29,17 @@ from bench.deployment import batch_file
 from bench.report import Report, base_parser
 from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
-from processor.chunk_result import encode_result, encode_result_rows
 from processor.integer_rater import IntegerRater
-from processor.rating import Rater, subtotals
-from shared.chunk_payload import (
+from processor.rating import Rater
+from shared.contracts.chunk_payload import (
     NumberedTransaction,
     decode_chunk,
     decode_chunk_rows,
     encode_chunk,
 )
-from shared.pricebook import Pricebook, sample_pricebook
+from shared.contracts.chunk_result import encode_result, encode_result_rows
+from shared.domain.charges import subtotals
+from shared.domain.pricebook import Pricebook, sample_pricebook
 from shared.settings import Settings
 
 

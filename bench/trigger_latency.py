@@ -31,9 +31,11 @@ from bench.deployment import Deployment, open_deployment
 from bench.drain import rating_step
 from bench.report import Cell, Report, base_parser
 from bench.timed_storage import DequeueClock, TimedStorage
+from processor.work_queues import work_sources
 from processor.worker import ProcessorWorker
-from shared.listener import ListenerConfig, QueueListener, work_sources
-from shared.settings import Priority
+from shared.domain.priority import Priority
+from shared.listener import ListenerConfig, QueueListener
+from shared.listener_settings import listener_config
 
 TRIGGER_PRIORITY: Priority = "high"
 POLLING_PRIORITY: Priority = "low"
@@ -82,7 +84,7 @@ def measure(deployment: Deployment, samples: int, cap: float) -> tuple[list[floa
     polling = QueueListener(
         work_sources(polling_storage, settings, [POLLING_PRIORITY]),
         lambda lease: step.handle(lease.content),
-        ListenerConfig.from_settings(settings, **backoff),
+        listener_config(settings, **backoff),
         name="polling",
     )
     worker.start()

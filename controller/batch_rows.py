@@ -16,13 +16,10 @@ from datetime import datetime
 from sqlalchemy import Engine, Table, exists, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from controller.warehouse.models import Batch
-from shared.batch_records import BatchRecord
-from shared.transactions import ControlTotals
-
-#: Warehouse statuses of a batch still taking chunks, and of a closed one.
-OPEN_STATUSES = ("accepted", "processing")
-CLOSED_STATUSES = ("completed", "failed")
+from shared.contracts.batch_records import BatchRecord
+from shared.contracts.batch_status import FINAL_STATUSES
+from shared.domain.transactions import ControlTotals
+from shared.warehouse.models import Batch
 
 
 class BatchNotReadyError(RuntimeError):
@@ -43,7 +40,7 @@ class BatchRow:
 
     @property
     def closed(self) -> bool:
-        return self.status in CLOSED_STATUSES
+        return self.status in FINAL_STATUSES
 
 
 class BatchRows:

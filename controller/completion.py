@@ -30,10 +30,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine, func, select, update
 
-from controller.batch_rows import OPEN_STATUSES, BatchRow, BatchRows
+from controller.batch_rows import BatchRow, BatchRows
 from controller.failed_chunks import FailedChunks
 from controller.reconciliation import Reconciliation, reconcile
-from controller.warehouse.models import AppliedChunk, Batch
+from shared.contracts.batch_status import OPEN_STATUSES, BatchStatus
+from shared.warehouse.models import AppliedChunk, Batch
 
 #: The statuses a close may move a row from, by the status the tally saw. A row seen
 #: ``failed`` is only re-closed (as completed, once its poisoned chunks were redriven and
@@ -136,7 +137,7 @@ class BatchCompletion:
             update(Batch)
             .where(Batch.batch_id == row.batch_id, Batch.status.in_(_CLOSABLE[row.status]))
             .values(
-                status="failed" if tally.failed else "completed",
+                status=BatchStatus.FAILED if tally.failed else BatchStatus.COMPLETED,
                 completed_at=datetime.now(UTC),
                 warehouse_transactions=totals.transactions,
                 warehouse_quantity=totals.quantity,

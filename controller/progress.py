@@ -23,17 +23,16 @@ from typing import Any
 from azure.core.exceptions import ResourceModifiedError
 
 from controller.completion import Settlement
-from shared.batch_records import (
+from shared.contracts.batch_records import (
     MAX_NAMED_FAILED_CHUNKS,
     BatchRecord,
     BatchRecords,
-    BatchStatus,
     StoredBatch,
 )
+from shared.contracts.batch_status import FINAL_STATUSES, BatchStatus
 
 log = logging.getLogger(__name__)
 
-FINAL = frozenset({BatchStatus.COMPLETED, BatchStatus.FAILED})
 #: Conditional writes lost to other controller threads before giving up.
 MAX_ATTEMPTS = 20
 #: An open batch's progress is written about this many times in all (a batch of at most
@@ -76,7 +75,7 @@ class BatchRecordUpdates:
         tally = settlement.tally
 
         def changes(record: BatchRecord) -> dict[str, Any]:
-            if record.status in FINAL:
+            if record.status in FINAL_STATUSES:
                 return {}  # the outcome is written; counts no longer move
             wanted = {
                 "chunks_applied": max(record.chunks_applied, tally.applied),
@@ -96,7 +95,7 @@ class BatchRecordUpdates:
 
     def outcome(self, settlement: Settlement) -> None:
         row, tally = settlement.row, settlement.tally
-        status = BatchStatus.FAILED if row.status == "failed" else BatchStatus.COMPLETED
+        status = BatchStatus.FAILED if row.status == BatchStatus.FAILED else BatchStatus.COMPLETED
 
         def changes(record: BatchRecord) -> dict[str, Any]:
             return _different(

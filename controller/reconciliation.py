@@ -1,6 +1,6 @@
-"""Reconciliation: does the warehouse hold exactly the batch that intake accepted? (design §7)
+"""Reconciliation: does the warehouse hold exactly the batch that intake accepted?
 
-Intake took control totals of the batch file (:class:`~shared.transactions.ControlTotals`:
+Intake took control totals of the batch file (:class:`~shared.domain.transactions.ControlTotals`:
 transaction count, quantity sum, id checksum). When a batch closes, the same three figures
 are computed **from the warehouse itself** — from the ``charges`` rows, not from anything
 the controller counted on the way — and compared. A lost, duplicated or substituted
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 from sqlalchemy import BigInteger, Connection, Engine, func, literal, or_, select, union_all
 
-from controller.reducer import INVOICE_SUMS
-from controller.warehouse.models import Charge, Invoice
-from shared.transactions import ID_CHECKSUM_MODULUS, ControlTotals, id_checksum_of
+from shared.domain.charges import INVOICE_SUMS
+from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals, id_checksum_of
+from shared.warehouse.models import Charge, Invoice
 
 #: Transaction ids fetched per round trip while the checksum streams over a batch.
 YIELD_PER = 10_000
@@ -83,7 +83,8 @@ def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconcil
 def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
     """Count and quantity in SQL; the id checksum streamed over the ids in Python.
 
-    The checksum is a sum of blake2b hashes (:func:`~shared.transactions.transaction_id_hash`),
+    The checksum is a sum of blake2b hashes
+    (:func:`~shared.domain.transactions.transaction_id_hash`),
     which no SQL dialect computes; the ids are fetched ``YIELD_PER`` at a time (a server-side
     cursor on PostgreSQL), so memory stays flat however large the batch.
     """

@@ -1,4 +1,4 @@
-"""The reduce step: apply one rated chunk to the warehouse, exactly once (design §7).
+"""The reduce step: apply one rated chunk to the warehouse, exactly once.
 
 A chunk's result may arrive twice (a redelivered message, a controller that crashed between
 the commit and the message delete, two controllers that took the same message after a
@@ -6,7 +6,7 @@ visibility timeout). The effect must land once. One database transaction therefo
 of it:
 
 1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``),
-2. bulk-load the chunk's charges with their order ids (:mod:`controller.warehouse.charge_loader`:
+2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
    ``COPY`` on PostgreSQL, ``executemany`` of tuples on SQLite),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
 
@@ -17,7 +17,7 @@ means "already applied", not an error; the caller deletes the message either way
 
 Order ids are reserved *before* the transaction: a reservation may cost a storage round
 trip, and holding database locks across it would stall every other writer. If the process
-dies after reserving, those ids are simply never used (seed 002 accepts gaps, never
+dies after reserving, those ids are simply never used (order ids may have gaps, never
 duplicates).
 """
 
@@ -26,73 +26,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from operator import attrgetter
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Insert, Table, exists, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
-from controller.warehouse.charge_loader import load_charges
-from controller.warehouse.models import AppliedChunk, Invoice
+from controller.charge_loader import load_charges
+from shared.contracts.chunk_result import ChargeRow
+from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
+from shared.warehouse.models import AppliedChunk, Invoice
 
 log = logging.getLogger(__name__)
 
-#: The invoice figures a chunk adds to (every one is a plain sum).
-INVOICE_SUMS = ("lines", "quantity", "gross", "discount", "net", "tax", "total")
-
-
-class RatedChargeLike(Protocol):
-    """What the reducer reads of a rated transaction (``processor.rating.RatedCharge``)."""
-
-    @property
-    def transaction_id(self) -> str: ...
-    @property
-    def customer_id(self) -> str: ...
-    @property
-    def sku(self) -> str: ...
-    @property
-    def region(self) -> str: ...
-    @property
-    def quantity(self) -> int: ...
-    @property
-    def occurred_at(self) -> datetime: ...
-    @property
-    def unit_price(self) -> int: ...
-    @property
-    def gross(self) -> int: ...
-    @property
-    def discount(self) -> int: ...
-    @property
-    def net(self) -> int: ...
-    @property
-    def tax(self) -> int: ...
-    @property
-    def total(self) -> int: ...
-
-
-class CustomerSubtotalLike(Protocol):
-    """One customer's sums within a chunk (``processor.rating.CustomerSubtotal``)."""
-
-    @property
-    def customer_id(self) -> str: ...
-    @property
-    def lines(self) -> int: ...
-    @property
-    def quantity(self) -> int: ...
-    @property
-    def gross(self) -> int: ...
-    @property
-    def discount(self) -> int: ...
-    @property
-    def net(self) -> int: ...
-    @property
-    def tax(self) -> int: ...
-    @property
-    def total(self) -> int: ...
+_charge_values = attrgetter(*CHARGE_FIELDS)
+_subtotal_values = attrgetter(*INVOICE_SUMS)
 
 
 class IdSource(Protocol):
-    """Where order ids come from (``shared.ids.OrderIdAllocator``)."""
+    """Where order ids come from (``shared.coordination.ids.OrderIdAllocator``)."""
 
     def take(self, count: int) -> Sequence[int]: ...
 
@@ -102,8 +55,8 @@ def apply_chunk(
     *,
     batch_id: str,
     chunk: int,
-    charges: Sequence[RatedChargeLike],
-    subtotals: Iterable[CustomerSubtotalLike],
+    charges: Sequence[ChargeRow],
+    subtotals: Iterable[CustomerSubtotal],
     currency: str,
     allocator: IdSource,
     processor: str,
@@ -112,25 +65,8 @@ def apply_chunk(
 
     Each ``occurred_at`` must be aware; it is written as UTC text.
     """
-    rows = [
-        [
-            0,  # the line: not stored
-            _utc_text(charge.occurred_at),
-            charge.transaction_id,
-            charge.customer_id,
-            charge.sku,
-            charge.region,
-            charge.quantity,
-            charge.unit_price,
-            charge.gross,
-            charge.discount,
-            charge.net,
-            charge.tax,
-            charge.total,
-        ]
-        for charge in charges
-    ]
-    sums = {s.customer_id: [getattr(s, name) for name in INVOICE_SUMS] for s in subtotals}
+    rows = [[row.line, _utc_text(row.occurred_at), *_charge_values(row.charge)] for row in charges]
+    sums = {s.customer_id: list(_subtotal_values(s)) for s in subtotals}
     return apply_rows(
         engine,
         batch_id=batch_id,
@@ -156,7 +92,7 @@ def apply_rows(
 ) -> bool:
     """Apply one chunk's result; ``True`` if this call applied it, ``False`` if it already was.
 
-    ``rows`` are the result's rows (``processor.chunk_result.COLUMNS``: line, occurred_at as
+    ``rows`` are the result's rows (``shared.contracts.chunk_result.COLUMNS``: line, occurred_at as
     RFC 3339 text, transaction_id, …, total) and ``subtotals`` map each customer of the
     chunk to its :data:`INVOICE_SUMS`, summing ``rows``. Either way, once this returns, the
     chunk is in the warehouse exactly once and the result message may be deleted. The

@@ -1,6 +1,6 @@
 """The controller's handler: one message of the output queue in, the warehouse up to date.
 
-Two kinds of message arrive on the output queue (:mod:`shared.messages`):
+Two kinds of message arrive on the output queue (:mod:`shared.contracts.messages`):
 
 ``ChunkResult`` (a rated chunk, by claim check)
     skip it if the chunk's applied mark exists (a redelivery) → fetch the result blob →
@@ -34,11 +34,11 @@ from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
 from controller.progress import BatchRecordUpdates, progress_due
 from controller.reducer import IdSource, apply_rows, is_applied
-from processor.chunk_result import RatedRows, decode_result_rows
-from shared.batch_records import BatchRecords
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.chunk_result import RatedRows, decode_result_rows
+from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.listener import Lease
-from shared.messages import ChunkFailed, ChunkResult
-from shared.settings import poison_queue
+from shared.listener.source import poison_queue
 from shared.storage.ports import BlobContainer, QueueMessage
 
 log = logging.getLogger(__name__)

@@ -6,8 +6,8 @@
     worker.stop(timeout)  # finish in-flight messages, then close the engine
 
 What happens to each message is :mod:`controller.results`; this module only wires it: the
-warehouse engine, one order-id allocator per process (seed 002), the batch records, and a
-:class:`~shared.listener.QueueListener` (seed 000) over the output queue and its poison
+warehouse engine, one order-id allocator per process, the batch records, and a
+:class:`~shared.listener.QueueListener` over the output queue and its poison
 queue. Any number of workers may run, in threads or processes: exactly-once comes from the
 warehouse (applied marks, conditional close), not from there being a single controller.
 """
@@ -22,16 +22,17 @@ from sqlalchemy import Engine
 
 from controller.failed_chunks import FailedChunks
 from controller.results import ControllerCounters, ResultHandler
-from controller.warehouse import make_engine, upgrade
-from processor.trigger_subscriber import TriggerSubscriber
-from shared.batch_records import BatchRecords
+from shared import listener_settings
 from shared.bus.ports import SubscriptionSpec, TriggerBus
-from shared.ids import OrderIdAllocator
+from shared.bus.subscriber import TriggerSubscriber
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.messages import KIND_PROPERTY
+from shared.coordination.ids import OrderIdAllocator
 from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
 from shared.listener.heartbeat import new_instance_id
-from shared.messages import KIND_PROPERTY
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine, upgrade
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ def controller_listener_config(settings: Settings) -> ListenerConfig:
     """The listener settings, receiving only as many results as one receive's handlers apply
     at once: a large chunk is a second of work, and results held in one controller's lease
     are out of reach of the other controllers sharing the queue."""
-    config = ListenerConfig.from_settings(settings)
+    config = listener_settings.listener_config(settings)
     return config.model_copy(
         update={"batch_size": min(config.batch_size, config.handler_parallelism)}
     )
@@ -86,7 +87,7 @@ def order_id_allocator(settings: Settings, storage: StorageAccount) -> OrderIdAl
 
 #: Every controller shares one subscription (one wakes per batch, which is enough: it is the
 #: queue, not the trigger, that holds the work). Declared in Bicep for Service Bus.
-CONTROLLER_SUBSCRIPTION = SubscriptionSpec(name="controller", filter={KIND_PROPERTY: "work"})
+CONTROLLER_SUBSCRIPTION = SubscriptionSpec(name="controller", rules=({KIND_PROPERTY: "work"},))
 
 
 class ControllerWorker:

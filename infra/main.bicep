@@ -11,7 +11,7 @@ param environmentName string
 @description('Azure region for every resource.')
 param location string
 
-@description('Work-queue partitions per priority (seed 004). Must match BILLING_PARTITIONS.')
+@description('Work-queue partitions per priority. Must match BILLING_PARTITIONS.')
 @minValue(1)
 @maxValue(16)
 param partitions int = 4

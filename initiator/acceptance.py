@@ -35,11 +35,13 @@ from initiator.idempotency import (
 from initiator.intake import parse_batch
 from initiator.publishing import BatchIntent, Publication, Publisher, is_orphan
 from initiator.publishing.cleanup import abandon
-from shared.batch_records import UNFINISHED_INTAKE, BatchRecord, BatchStatus, utc_now
-from shared.pricebook import Pricebook
-from shared.pricebook_store import PricebookStore
-from shared.settings import Priority, Settings
-from shared.transactions import ControlTotals, ControlTotalsBuilder
+from shared.contracts.batch_records import BatchRecord, utc_now
+from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
+from shared.domain.pricebook import Pricebook
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
+from shared.domain.transactions import ControlTotals, ControlTotalsBuilder
+from shared.settings import Settings
 
 T = TypeVar("T")
 

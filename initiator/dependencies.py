@@ -14,19 +14,19 @@ from dataclasses import dataclass, field
 from fastapi import Request
 from sqlalchemy import Engine
 
-from controller.invoices import InvoiceReader
-from controller.warehouse import make_engine
 from initiator.acceptance import BatchAcceptance
 from initiator.publishing import FaultHook, OrphanSweeper, Publisher, sweep_orphans
-from shared.batch_records import BatchRecords
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
-from shared.pricebook import sample_pricebook
-from shared.pricebook_store import PricebookStore
+from shared.contracts.batch_records import BatchRecords
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.pricebook_store import PricebookStore
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine
+from shared.warehouse.invoices import InvoiceReader
 
 log = logging.getLogger(__name__)
 

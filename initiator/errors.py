@@ -19,7 +19,7 @@ from initiator.intake import BatchRejected
 from initiator.intake.problems import Problem
 from initiator.publishing import IntakeOutcomeUnknownError
 from initiator.schemas import ProblemDetails
-from shared.pricebook_store import NoPricebookError
+from shared.domain.pricebook_store import NoPricebookError
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""The JSON bodies of the initiator's API (design §6), as pydantic models for OpenAPI."""
+"""The JSON bodies of the initiator's API, as pydantic models for OpenAPI."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from initiator.intake import Problem
-from shared.batch_records import BatchRecord
-from shared.settings import Priority
-from shared.transactions import ControlTotals
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.priority import Priority
+from shared.domain.transactions import ControlTotals
 
 
 class BatchAccepted(BaseModel):

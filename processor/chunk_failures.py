@@ -2,7 +2,7 @@
 
 The listener engine moves a work item that keeps failing to ``<queue>-poison`` and calls
 its ``on_poison`` hook before deleting the item. The processor's hook sends a
-:class:`~shared.messages.ChunkFailed` to the output queue, the same queue that carries the
+:class:`~shared.contracts.messages.ChunkFailed` to the output queue, the same queue that carries the
 chunk results, so the controller (and the status page, through it) counts the chunk as
 failed instead of waiting for it forever.
 """
@@ -13,8 +13,8 @@ import logging
 
 from pydantic import ValidationError
 
-from shared.messages import ChunkFailed, WorkItem
-from shared.settings import poison_queue
+from shared.contracts.messages import ChunkFailed, WorkItem
+from shared.listener.source import poison_queue
 from shared.storage.ports import Queue, QueueMessage
 
 log = logging.getLogger(__name__)

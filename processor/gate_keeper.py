@@ -1,7 +1,8 @@
-"""The release gate in a processor (seed 002, "release the hounds").
+"""The release gate in a processor (docs/patterns.md).
 
 A processor may start **held**: its listener starts no dequeue thread until the gate opens.
-Two paths open (or close) it, as :mod:`shared.gate` explains: the broadcast on the trigger
+Two paths open (or close) it, as :mod:`shared.coordination.gate` explains: the broadcast on the
+trigger
 topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read at
 start and re-read by a slow poll (a lost broadcast costs at most one poll interval).
 
@@ -18,8 +19,8 @@ import logging
 import threading
 from typing import Protocol
 
-from shared.gate import GateWatcher
-from shared.messages import GateEvent
+from shared.contracts.messages import GateEvent
+from shared.coordination.gate import GateWatcher
 from shared.storage.ports import BlobContainer
 
 log = logging.getLogger(__name__)

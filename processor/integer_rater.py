@@ -29,7 +29,7 @@ from decimal import Decimal
 from math import gcd
 from typing import Any
 
-from shared.pricebook import Pricebook
+from shared.domain.pricebook import Pricebook
 
 Ratio = tuple[int, int]
 """``numerator / denominator`` with a positive denominator."""
@@ -38,9 +38,10 @@ Figures = tuple[int, int, int, int, int, int]
 """``(unit_price, gross, discount, net, tax, total)`` of one transaction, in minor units."""
 
 #: Payload row → result row. A payload row is ``[line, transaction_id, customer_id, sku,
-#: quantity, region, occurred_at]`` (:data:`shared.chunk_payload.COLUMNS`); a result row is
-#: ``[line, occurred_at, transaction_id, customer_id, sku, region, quantity, unit_price,
-#: gross, discount, net, tax, total]`` (:data:`processor.chunk_result.COLUMNS`).
+#: quantity, region, occurred_at]`` (:data:`shared.contracts.chunk_payload.COLUMNS`); a
+#: result row is ``[line, occurred_at, transaction_id, customer_id, sku, region, quantity,
+#: unit_price, gross, discount, net, tax, total]``
+#: (:data:`shared.contracts.chunk_result.COLUMNS`).
 PayloadRow = Sequence[Any]
 ResultRow = list[Any]
 

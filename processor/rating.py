@@ -1,4 +1,4 @@
-"""The rater: price, discount and tax of one transaction, in integer minor units (design §6).
+"""The rater: price, discount and tax of one transaction, in integer minor units.
 
 For one transaction::
 
@@ -19,44 +19,12 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_right
-from collections.abc import Iterable
-from dataclasses import dataclass
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from shared.money import EXACT
-from shared.pricebook import Pricebook
-from shared.transactions import Transaction
-
-
-@dataclass(frozen=True, slots=True)
-class RatedCharge:
-    """The rated form of one transaction. Every amount is in minor units of the book's currency."""
-
-    transaction_id: str
-    customer_id: str
-    sku: str
-    region: str
-    quantity: int
-    unit_price: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
-
-
-@dataclass(frozen=True, slots=True)
-class CustomerSubtotal:
-    """The sums of one customer's charges (an invoice's figures)."""
-
-    customer_id: str
-    lines: int
-    quantity: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
+from shared.domain.charges import RatedCharge
+from shared.domain.money import EXACT
+from shared.domain.pricebook import Pricebook
+from shared.domain.transactions import Transaction
 
 
 def _share(amount: int, fraction: Decimal) -> int:
@@ -160,23 +128,3 @@ def rate(txn: Transaction, book: Pricebook) -> RatedCharge:
     For a hot loop, ``rater_for(book)`` once and call its ``rate`` to skip the cache lookup.
     """
     return rater_for(book).rate(txn)
-
-
-def subtotals(charges: Iterable[RatedCharge]) -> dict[str, CustomerSubtotal]:
-    """Per-customer sums of ``charges``, keyed by customer id, in order of first appearance."""
-    sums: dict[str, list[int]] = {}
-    for charge in charges:
-        row = sums.get(charge.customer_id)
-        if row is None:
-            row = sums[charge.customer_id] = [0, 0, 0, 0, 0, 0, 0]
-        row[0] += 1
-        row[1] += charge.quantity
-        row[2] += charge.gross
-        row[3] += charge.discount
-        row[4] += charge.net
-        row[5] += charge.tax
-        row[6] += charge.total
-    return {
-        customer_id: CustomerSubtotal(customer_id, *row)  # lines, quantity, gross, ..., total
-        for customer_id, row in sums.items()
-    }

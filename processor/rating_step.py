@@ -13,19 +13,19 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import OrderedDict
-from typing import Literal, Protocol
+from typing import Protocol
 
-from processor.chunk_result import encode_result_rows, result_blob_name
 from processor.integer_rater import IntegerRater
-from shared.chunk_payload import decode_chunk_rows
+from shared.contracts.batch_records import BatchState
+from shared.contracts.chunk_payload import decode_chunk_rows
+from shared.contracts.chunk_result import encode_result_rows, result_blob_name
+from shared.contracts.messages import ChunkResult, WorkItem
+from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
-from shared.messages import ChunkResult, WorkItem
-from shared.pricebook import Pricebook
 from shared.storage.ports import BlobContainer, Queue
 
 log = logging.getLogger(__name__)
 
-BatchState = Literal["accepted", "pending", "gone"]
 #: How many accepted batch ids a processor remembers.
 ACCEPTED_MEMORY = 1024
 #: How many pricebook versions' raters a processor keeps.

@@ -28,9 +28,10 @@ from multiprocessing.synchronize import Event as ProcessEvent
 from types import FrameType
 
 from shared.bus import open_bus
+from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
 from shared.provision import ensure_resources
-from shared.settings import Priority, Settings
+from shared.settings import Settings
 from shared.storage import open_storage
 from shared.telemetry import configure_logging
 

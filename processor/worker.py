@@ -13,7 +13,7 @@ What each part does, top-down:
 * its **handler** is the :class:`~processor.rating_step.RatingStep` — the message is deleted
   only after the result blob and the result message are stored;
 * a work item that keeps failing goes to ``<queue>-poison`` and a
-  :class:`~shared.messages.ChunkFailed` goes to the output queue
+  :class:`~shared.contracts.messages.ChunkFailed` goes to the output queue
   (:class:`~processor.chunk_failures.ChunkFailureReporter`);
 * the **trigger subscriber** wakes the listener on a trigger and applies gate broadcasts;
 * the **gate keeper** holds the listener until the release gate is open;
@@ -39,27 +39,25 @@ from pydantic import BaseModel, ConfigDict
 from processor.chunk_failures import ChunkFailureReporter
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
-from processor.trigger_subscriber import (
-    RECEIVE_SECONDS,
-    TriggerSubscriber,
-    fans_out,
-    subscription_specs,
-)
+from processor.subscriptions import fans_out, subscription_specs
+from processor.work_queues import work_sources
 from shared import meter
-from shared.batch_records import BatchRecords
 from shared.bus.ports import TriggerBus
+from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.messages import TriggerEvent
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
+from shared.lifecycle import time_left
 from shared.listener import (
     Heartbeat,
     Lease,
-    ListenerConfig,
     ListenerSnapshot,
     QueueListener,
     new_instance_id,
-    work_sources,
 )
-from shared.messages import TriggerEvent
-from shared.pricebook_store import PricebookStore
-from shared.settings import Priority, Settings
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
 log = logging.getLogger(__name__)
@@ -116,7 +114,7 @@ class ProcessorWorker:
         )
         if not self.priorities:
             raise ValueError("a processor must serve at least one priority")
-        config = ListenerConfig.from_settings(settings, **listener_overrides)
+        config = listener_config(settings, **listener_overrides)
         self.per_instance_subscriptions = (
             fans_out(settings) if per_instance_subscriptions is None else per_instance_subscriptions
         )
@@ -191,8 +189,8 @@ class ProcessorWorker:
         wait = self.listener.config.visibility_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
         self.gate.stop()
-        subscriber_done = self.subscriber.stop(_left(deadline))
-        listener_done = self.listener.stop(_left(deadline))
+        subscriber_done = self.subscriber.stop(time_left(deadline))
+        listener_done = self.listener.stop(time_left(deadline))
         self.heartbeat.stop()
         log.info("processor %s stopped", self.instance_id)
         return subscriber_done and listener_done
@@ -232,7 +230,3 @@ class ProcessorWorker:
         """Events may have been missed while the subscription was down: look again."""
         self.gate.refresh()
         self.listener.on_work_detected()
-
-
-def _left(deadline: float) -> float:
-    return max(deadline - time.monotonic(), 0.0)

@@ -1,14 +1,34 @@
-"""Run a role until SIGINT or SIGTERM, then stop it cleanly."""
+"""The lifecycle every role shares (start, stop, snapshot), and running one until a signal."""
 
 from __future__ import annotations
 
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Protocol
+
+from pydantic import BaseModel
 
 log = logging.getLogger(__name__)
+
+
+class Role(Protocol):
+    """A running part of a deployment: the initiator's server, a processor, a controller."""
+
+    def start(self) -> None:
+        """Start; raise if it cannot, having stopped whatever it had started."""
+        ...
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop within ``timeout`` seconds; ``True`` if all in-flight work finished."""
+        ...
+
+    def snapshot(self) -> BaseModel:
+        """What it is doing now."""
+        ...
 
 
 class Shutdown:
@@ -45,3 +65,8 @@ def run_until_signalled(start: Callable[[], None], stop: Callable[[], None]) -> 
         shutdown.wait()
     finally:
         stop()
+
+
+def time_left(deadline: float) -> float:
+    """Seconds until ``deadline`` (a ``time.monotonic()`` value), never negative."""
+    return max(deadline - time.monotonic(), 0.0)

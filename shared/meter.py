@@ -1,6 +1,6 @@
 """The storage-request meter: every request to storage or the bus, counted by kind.
 
-Seed 000's cost model is "requests per day": every queue poll is a billed transaction. So
+On Azure every storage request is billed, every empty queue poll included. So
 the backends count at the transport: the Azure backends through an azure-core pipeline
 policy (:class:`MeterPolicy`, one count per HTTP request the SDK really sends, retries
 included), the embedded backend once per operation. Counts are per process; the CLI and

@@ -8,20 +8,18 @@ names (``infra/``); creating an existing resource is a no-op.
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
 from shared.bus.ports import TriggerBus
-from shared.settings import PRIORITIES, Settings, poison_queue
+from shared.listener.source import poison_queue
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-
-Role = Literal["initiator", "processor", "controller"]
 
 log = logging.getLogger(__name__)
 
 
 def queues_for(settings: Settings) -> list[str]:
     """Every queue the pipeline uses: work queues, their poison queues, and the output."""
-    work = [name for p in PRIORITIES for name in settings.work_queues(p)]
+    work = settings.all_work_queues()
     return [*work, *(poison_queue(q) for q in work), settings.output_queue]
 
 

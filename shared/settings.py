@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-Priority = Literal["high", "normal", "low"]
-PRIORITIES: tuple[Priority, ...] = ("high", "normal", "low")
+from shared.domain.priority import PRIORITIES, Priority
+
 #: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 16,000-row
 #: payload blob is ~350 KB and is rated in well under a second (bench/README.md).
 DEFAULT_MAX_CHUNK_SIZE = 16_000
@@ -78,7 +78,7 @@ class Settings(BaseSettings):
     #: that an explicit chunk size stays a fixed one. Never below ``chunk_size``.
     max_chunk_size: int = Field(default=0, ge=0, le=50_000)
 
-    # --- listeners (seed 000) ------------------------------------------------------------
+    # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
     visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
     max_dequeue_count: int = Field(default=5, ge=1)
@@ -96,7 +96,7 @@ class Settings(BaseSettings):
         default_factory=lambda: list(PRIORITIES)
     )
 
-    # --- order ids (seed 002) ------------------------------------------------------------
+    # --- order ids --------------------------------------------------------------------
     #: One conditional write of the counter blob per range: with chunks of up to 16,000 a
     #: range of 10,000 cost a get and a put on almost every chunk; a crash loses at most
     #: one range of the 2**63 ids a BIGINT holds.
@@ -153,8 +153,3 @@ class Settings(BaseSettings):
 
     def all_work_queues(self) -> list[str]:
         return [name for priority in PRIORITIES for name in self.work_queues(priority)]
-
-
-def poison_queue(queue: str) -> str:
-    """Where a message goes after too many dequeues (seed 000's poison handling)."""
-    return f"{queue}-poison"

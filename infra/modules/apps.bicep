@@ -1,6 +1,6 @@
 // The three roles as Container Apps from one image. The processor scales out with KEDA on
 // the depth of its work queues (instances), and within an instance its listener scales
-// dequeue threads with depth (seed 000); it scales to one, not zero, since the trigger
+// dequeue threads with depth; it scales to one, not zero, since the trigger
 // subscription needs a live receiver.
 param token string
 param location string

@@ -1,5 +1,5 @@
-// The trigger topic (seed 000), filtered on application properties: Priority (seed 003) for
-// work, Kind=gate for the release gate's broadcast (seed 002).
+// The trigger topic, filtered on application properties: Priority for work, Kind=gate for
+// the release gate's broadcast (docs/patterns.md).
 //
 // Processors that may manage entities (BILLING_SERVICEBUS_MANAGE_ENTITIES=true, the Data
 // Owner role below) create one subscription per instance, with a rule per priority they

@@ -1,4 +1,4 @@
-"""Intake of batch files: streaming parse and validation of CSV / JSON Lines (design §6).
+"""Intake of batch files: streaming parse and validation of CSV / JSON Lines.
 
 Start at :func:`parse_batch`; the modules follow the pipeline in ``reader.py``'s docstring.
 """

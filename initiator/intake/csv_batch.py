@@ -18,7 +18,7 @@ from itertools import chain
 from initiator.intake.fields import MAX_QUANTITY, MAX_QUANTITY_DIGITS, TransactionValidator
 from initiator.intake.header import required_columns
 from initiator.intake.problems import ProblemCollector, Status, StopScanning
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 
 def csv_records(

@@ -1,4 +1,4 @@
-"""The field rules of design §6, applied to one line's values, fast path first.
+"""The batch file's field rules, applied to one line's values, fast path first.
 
 Every line goes through :meth:`TransactionValidator.accept`: one chain of cheap checks
 (precompiled regexes, cached pricebook and customer lookups, ``datetime.fromisoformat``
@@ -16,7 +16,7 @@ from typing import ClassVar, Protocol
 
 from initiator.intake.duplicates import Duplicate, DuplicateDetector
 from initiator.intake.problems import ProblemCollector
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 REQUIRED_FIELDS = ("transaction_id", "customer_id", "sku", "quantity", "region", "occurred_at")
 MAX_QUANTITY = 1_000_000
@@ -35,7 +35,7 @@ _fromisoformat = datetime.fromisoformat
 
 
 class CodeBook(Protocol):
-    """What validation needs from a pricebook (``shared.pricebook.Pricebook`` fits)."""
+    """What validation needs from a pricebook (``shared.domain.pricebook.Pricebook`` fits)."""
 
     def has_sku(self, sku: str) -> bool: ...
 

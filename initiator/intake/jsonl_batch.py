@@ -14,7 +14,7 @@ from typing import Any
 
 from initiator.intake.fields import REQUIRED_FIELDS, TransactionValidator
 from initiator.intake.problems import ProblemCollector, Status
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 _STRING_FIELDS = tuple(field for field in REQUIRED_FIELDS if field != "quantity")
 _loads = json.JSONDecoder().decode

@@ -30,7 +30,7 @@ from initiator.intake.problems import (
     StopScanning,
 )
 from shared.closing import Closing
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 4 * 1024**3
 """4 GiB: well above the 1 GB batches the design expects, far below what a bomb reaches."""

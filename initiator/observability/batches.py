@@ -3,7 +3,7 @@
 One query reads the whole ``batch`` partition of the batches table, and both answers come
 from it. Cost: one table request per 1,000 records (the service's page size), and memory
 for every record while sorting. Batches arrive a few times a day (see
-:mod:`shared.batch_records`), so that is a few thousand records a year, and the readers
+:mod:`shared.contracts.batch_records`), so that is a few thousand records a year, and the readers
 call this through a cache (:mod:`initiator.observability.cache`), not once per request.
 A fleet with far more batches would keep a separate "recent" partition keyed by inverted
 time instead.
@@ -17,7 +17,8 @@ from collections import Counter
 from pydantic import BaseModel, Field
 
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.storage.ports import Table
 
 #: How many batches the dashboard lists.

@@ -1,8 +1,8 @@
 """The billing metrics, computed when Prometheus scrapes (a custom collector).
 
 * ``billing_storage_requests_total{kind}``: this initiator process's storage and bus
-  requests by kind (``queue.put``, ``blob.put``, ``table.write`` …), from :mod:`shared.meter`:
-  seed 000's cost model counts billed transactions.
+  requests by kind (``queue.put``, ``blob.put``, ``table.write`` …), from :mod:`shared.meter`
+  (every storage request is billed).
 * ``billing_batches{status}``: batch records in each status (every status, zeros included).
 * ``billing_processor_instances``, and per live processor instance
   ``billing_processor_dequeue_threads{instance,state="active"|"total"}``,

@@ -18,8 +18,10 @@ from initiator.observability.history import Sample
 from initiator.observability.rates import applied_transactions
 from initiator.observability.sampler import Reading
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BatchStatus
-from shared.settings import PRIORITIES, Priority, Settings, poison_queue
+from shared.contracts.batch_status import BatchStatus
+from shared.domain.priority import PRIORITIES, Priority
+from shared.listener.source import poison_queue
+from shared.settings import Settings
 
 
 class QueueInfo(BaseModel):

@@ -18,7 +18,8 @@ from azure.core.exceptions import ResourceModifiedError, ResourceNotFoundError
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.payloads import delete_payloads
-from shared.batch_records import UNFINISHED_INTAKE, BatchRecords, BatchStatus, StoredBatch
+from shared.contracts.batch_records import BatchRecords, StoredBatch
+from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.storage.ports import BlobContainer
 
 log = logging.getLogger(__name__)

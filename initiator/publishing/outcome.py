@@ -26,13 +26,8 @@ import time
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import mark_abandoned, remove_abandoned
-from shared.batch_records import (
-    UNFINISHED_INTAKE,
-    BatchRecord,
-    BatchRecords,
-    BatchStatus,
-    StoredBatch,
-)
+from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch
+from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.storage.ports import BlobContainer
 
 #: How many read-back rounds before the outcome is declared unknown, and the first pause

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
-from shared.chunk_payload import (
+from shared.contracts.chunk_payload import (
     DEFAULT_COMPRESSLEVEL,
     NumberedTransaction,
     chunk_json,

@@ -20,12 +20,14 @@ from initiator.publishing.outcome import IntakeOutcomeUnknownError, settle
 from initiator.publishing.payloads import PayloadWriter, StoredChunk
 from initiator.publishing.trigger import announce
 from initiator.publishing.work_items import send_work_items, work_items
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus, StoredBatch, utc_now
 from shared.bus.ports import TriggerBus
-from shared.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
-from shared.settings import PRIORITIES, Priority, Settings
+from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch, utc_now
+from shared.contracts.batch_status import BatchStatus
+from shared.contracts.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
+from shared.domain.priority import PRIORITIES, Priority
+from shared.domain.transactions import ControlTotals
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-from shared.transactions import ControlTotals
 
 FaultHook = Callable[[str], None]
 """Called with the name of each step just completed; see :data:`STEPS`."""

@@ -21,7 +21,8 @@ from datetime import timedelta
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import abandon
-from shared.batch_records import UNFINISHED_INTAKE, BatchRecords, BatchStatus, StoredBatch, utc_now
+from shared.contracts.batch_records import BatchRecords, StoredBatch, utc_now
+from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 

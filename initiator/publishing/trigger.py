@@ -1,16 +1,16 @@
 """Step 6 of publishing: one trigger event per accepted batch on the trigger topic.
 
-Seed 000's ``CloudQueueWorkDetectedTriggerEvent`` (storage account, queue names, payload
-size) plus the batch id, priority and chunk count, with the application properties
-``Priority`` (seed 003: subscriptions filter on it) and ``Kind`` = ``work`` (the topic also
-carries the release gate's broadcasts).
+The push trigger (docs/patterns.md): storage account, queue names, payload size, plus the
+batch id, priority and chunk count, with the application properties ``Priority``
+(subscriptions filter on it) and ``Kind`` = ``work`` (the topic also carries the release
+gate's broadcasts).
 """
 
 from __future__ import annotations
 
-from shared.batch_records import BatchRecord
 from shared.bus.ports import TriggerBus
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.contracts.batch_records import BatchRecord
+from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
 
 
 def trigger_event(record: BatchRecord, *, storage_account: str, queues: list[str]) -> TriggerEvent:

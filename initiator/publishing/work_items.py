@@ -1,9 +1,10 @@
 """Step 4 of publishing: one work item per chunk, spread over the priority's partitions.
 
-Seed 004's partitioning: a priority's work queue is K queues; senders pick any, readers read
-all, so no single queue's message rate limits the throughput. Chunk ``i`` of a batch goes to
-partition ``(start + i) mod K`` with a random ``start`` per batch, so every partition gets
-``n / K`` items (±1) and small batches do not all pile onto partition 0.
+Partitioned queues (docs/patterns.md): a priority's work queue is K queues; senders pick
+any, readers read all, so no single queue's message rate limits the throughput. Chunk ``i``
+of a batch goes to partition ``(start + i) mod K`` with a random ``start`` per batch, so
+every partition gets ``n / K`` items (±1) and small batches do not all pile onto
+partition 0.
 
 Each Azure queue send is one HTTP request, so items are sent by a small thread pool.
 """
@@ -16,8 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from initiator.publishing.payloads import StoredChunk
-from shared.messages import WorkItem
-from shared.settings import Priority
+from shared.contracts.messages import WorkItem
+from shared.domain.priority import Priority
 from shared.storage.ports import Queue
 
 DEFAULT_SEND_THREADS = 8

@@ -21,8 +21,8 @@ from initiator.dependencies import Services, get_services
 from initiator.errors import problem, too_large
 from initiator.idempotency import MAX_KEY_LENGTH
 from initiator.schemas import BatchAccepted, BatchStatusView, ProblemDetails
-from shared.batch_records import BatchRecord
-from shared.settings import Priority
+from shared.contracts.batch_records import BatchRecord
+from shared.domain.priority import Priority
 
 router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 

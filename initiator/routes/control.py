@@ -1,7 +1,8 @@
-"""``POST /control/release`` and ``POST /control/hold``: the release gate (seed 002) over HTTP.
+"""``POST /control/release`` and ``POST /control/hold``: the release gate over HTTP.
 
 The same as ``billing release`` / ``billing hold``: the durable flag first, then the
-broadcast on the trigger topic (see :mod:`shared.gate`). ``GET /control/gate`` reads the
+broadcast on the trigger topic (see :mod:`shared.coordination.gate`). ``GET /control/gate`` reads
+the
 flag. Every route needs an API key: opening the gate starts the whole processing fleet.
 """
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel
 
 from initiator.auth import require_api_key
 from initiator.dependencies import Services, get_services
-from shared.gate import read_gate, set_gate
+from shared.coordination.gate import read_gate, set_gate
 from shared.storage.ports import BlobContainer
 
 router = APIRouter(prefix="/control", tags=["control"], dependencies=[Depends(require_api_key)])

@@ -20,7 +20,7 @@ from initiator.auth import require_api_key
 from initiator.observability.fleet import ProcessorInstance
 from initiator.observability.readings import Readings
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BatchStatus
+from shared.contracts.batch_status import BatchStatus
 
 page_router = APIRouter(tags=["dashboard"])
 data_router = APIRouter(tags=["dashboard"], dependencies=[Depends(require_api_key)])

@@ -11,12 +11,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from controller.invoices import MAX_PAGE_SIZE, InvoiceOrder, InvoicePage, WarehouseNotReadyError
 from initiator.auth import require_api_key
 from initiator.dependencies import Services, get_services
 from initiator.errors import problem
 from initiator.routes.batches import BATCH_ID_PATTERN
 from initiator.schemas import ProblemDetails
+from shared.warehouse.invoices import (
+    MAX_PAGE_SIZE,
+    InvoiceOrder,
+    InvoicePage,
+    WarehouseNotReadyError,
+)
 
 router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 

@@ -1,8 +1,9 @@
 """The in-process trigger bus: the topic as an in-memory subject, for all-in-one mode.
 
-Seed 004 ("scale down"): a small deployment that runs every role in one process needs no
-trigger topic on a server — a plain in-memory subject tells the processor that work arrived,
-while the queues still hold the truth (and workers elsewhere could still pick it up).
+Scale-down to one process (docs/patterns.md): a small deployment that runs every role in one
+process needs no trigger topic on a server — a plain in-memory subject tells the processor
+that work arrived, while the queues still hold the truth (and workers elsewhere could still
+pick it up).
 
 Same semantics as the other backends of :mod:`shared.bus.ports`, minus durability:
 
@@ -17,7 +18,7 @@ Same semantics as the other backends of :mod:`shared.bus.ports`, minus durabilit
 
 Nothing survives the process, which is fine for triggers: they are hints, and a processor
 that starts looks at its queues anyway. Nothing is metered either: an in-memory publish
-costs no request, which is the point of seed 004.
+costs no request, which is the point of scaling down.
 """
 
 from __future__ import annotations

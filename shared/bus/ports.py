@@ -1,8 +1,8 @@
 """The trigger bus port: a topic whose subscriptions filter on application properties.
 
-Seed 000 uses a Service Bus topic to push a *trigger event* to processors so they need not
-poll; seed 003 filters subscriptions on a ``Priority`` property; seed 002 broadcasts the
-release gate on the same kind of topic. Three backends implement this port:
+A Service Bus topic pushes a *trigger event* to processors so they need not poll
+(docs/patterns.md, "the push trigger"); subscriptions filter on a ``Priority`` property;
+the release gate broadcasts on the same topic. Three backends implement this port:
 ``shared.bus.servicebus`` (the azure-servicebus SDK), ``shared.bus.embedded`` (a local
 folder, no server) and ``shared.bus.in_process`` (memory, for all-in-one mode); the contract
 suite ``tests/contract/test_bus_contract.py`` holds them to the same behaviour.
@@ -35,12 +35,11 @@ CorrelationFilter = Mapping[str, str]
 
 @dataclass(frozen=True)
 class SubscriptionSpec:
-    """A named subscription and the correlation filters that select its messages.
+    """A named subscription and the correlation filters (``rules``) that select its messages.
 
-    ``filter`` is one correlation filter: every pair must match, and an empty one receives
-    everything. ``filters`` are several, and a message that matches *any* of them is
-    delivered, once (Service Bus ORs a subscription's rules): one subscription per processor
-    instance hears every priority it serves. Give one or the other.
+    A message that matches *any* rule is delivered, once (Service Bus ORs a subscription's
+    rules): one subscription per processor instance hears every priority it serves. Every
+    pair of a rule must match; the default, one empty rule, receives everything.
 
     ``auto_delete_idle_seconds`` asks the backend to drop the subscription when its owner has
     been gone that long (per-instance subscriptions of processors, so that every idle
@@ -48,18 +47,12 @@ class SubscriptionSpec:
     """
 
     name: str
-    filter: CorrelationFilter = field(default_factory=dict)
+    rules: tuple[CorrelationFilter, ...] = ({},)
     auto_delete_idle_seconds: int | None = None
-    filters: tuple[CorrelationFilter, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.filter and self.filters:
-            raise ValueError(f"subscription {self.name!r}: give filter or filters, not both")
-
-    @property
-    def rules(self) -> tuple[CorrelationFilter, ...]:
-        """The correlation filters in effect, any of which selects a message."""
-        return self.filters or (self.filter,)
+        if not self.rules:
+            raise ValueError(f"subscription {self.name!r}: give at least one rule")
 
     def matches(self, properties: Mapping[str, str]) -> bool:
         """Whether a message with these application properties reaches the subscription."""

@@ -1,17 +1,16 @@
-"""The multi-threaded queue listener of seed 000, one idea per module.
+"""The depth-scaled queue listener (docs/patterns.md), one idea per module.
 
 ========================  ==========================================================
 ``engine.QueueListener``  threads scaled by depth, retired when idle, safety poll
-``dequeue``               one dequeue thread's loop (``DequeueTaskMain``)
+``dequeue``               one dequeue thread's loop
 ``handling``              one message: handler, delete only after, errors, poison
-``backoff.Backoff``       randomized exponential back-off (``HandleQueueEmptyEvent``)
-``scaling.ScalingRule``   depth → threads (``GetOptimalDequeueTaskCount``)
-``state.ListenerState``   counters and snapshot (``CloudQueueListenerInfo``)
+``backoff.Backoff``       randomized exponential back-off on an empty queue
+``scaling.ScalingRule``   depth → threads (the scaling rule)
+``state.ListenerState``   counters and snapshot
 ``priority``              high before normal before low, partitions, minimum share
 ``renewal``               ``Lease`` and visibility renewal with the newest pop receipt
 ``poison``                ``<queue>-poison`` records and the ``on_poison`` callback
 ``heartbeat``             the state as a table entity per instance, throttled
-``shutdown``              wait for SIGTERM/SIGINT
 ========================  ==========================================================
 """
 
@@ -24,8 +23,7 @@ from shared.listener.poison import UNKNOWN_LAST_ERROR, OnPoison, PoisonRecord
 from shared.listener.renewal import Lease
 from shared.listener.retry import RetryLater, growing_delay
 from shared.listener.scaling import ScalingRule, ScalingRuleError
-from shared.listener.shutdown import wait_for_stop_signal
-from shared.listener.source import QueueSource, work_sources
+from shared.listener.source import QueueSource, poison_queue
 from shared.listener.state import ListenerSnapshot, ListenerState
 
 __all__ = [
@@ -46,6 +44,5 @@ __all__ = [
     "ScalingRuleError",
     "growing_delay",
     "new_instance_id",
-    "wait_for_stop_signal",
-    "work_sources",
+    "poison_queue",
 ]

@@ -1,4 +1,4 @@
-"""Randomized exponential back-off on an empty queue (seed 000 ``HandleQueueEmptyEvent``).
+"""Randomized exponential back-off on an empty queue (docs/patterns.md).
 
 Every poll of an empty queue is a billed storage transaction, so a dequeue thread that finds
 nothing waits longer and longer before it asks again:
@@ -33,7 +33,7 @@ class Backoff:
     max_idle: float
     uniform: UniformSource = field(default=random.uniform, compare=False, repr=False)
 
-    #: the jitter range of the seed: ±20 % around ``delta``
+    #: the jitter range: ±20 % around ``delta``
     JITTER_LOW = 0.8
     JITTER_HIGH = 1.2
 

@@ -1,19 +1,17 @@
-"""The listener's knobs in one typed model, built from :class:`~shared.settings.Settings`.
+"""The listener's knobs in one typed model.
 
-The engine takes this model rather than the whole settings object so that tests (and the
-controller, which listens to one queue) can set a few fields with short timeouts and leave
-the rest at the sample's defaults. Times are seconds; the queue API takes whole seconds for
+The engine takes this model rather than the application's settings, so that it stays a
+generic engine and tests can set a few fields with short timeouts and leave the rest at
+their defaults (:func:`shared.listener_settings.listener_config` fills it from the
+``BILLING_*`` settings). Times are seconds; the queue API takes whole seconds for
 visibility timeouts, so that one is an ``int``.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.listener.scaling import ScalingRule
-from shared.settings import Settings
 from shared.storage.ports import MAX_MESSAGES_PER_RECEIVE
 
 
@@ -26,14 +24,13 @@ class ListenerConfig(BaseModel):
     visibility_timeout: int = Field(default=60, ge=1)
     #: a message dequeued more often than this goes to the poison queue
     max_dequeue_count: int = Field(default=5, ge=1)
-    #: empty-queue back-off (seed 000 ``HandleQueueEmptyEvent``), seconds
+    #: empty-queue back-off, seconds (docs/patterns.md, "the back-off")
     backoff_min_idle: float = Field(default=0.1, ge=0)
     backoff_delta: float = Field(default=0.1, gt=0)
     backoff_max_idle: float = Field(default=30.0, gt=0)
     #: with a push trigger, the one slow poll left when every dequeue thread has retired
     safety_poll_seconds: float = Field(default=60.0, gt=0)
-    #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (seed 000
-    #: ``GetOptimalDequeueTaskCount``)
+    #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (the scaling rule)
     scaling_rule: str = "0:1"  # measured: see Settings.scaling_rule
     max_threads: int = Field(default=8, ge=1)
     #: messages of one receive handled at once by one dequeue thread (overlaps I/O)
@@ -60,20 +57,3 @@ class ListenerConfig(BaseModel):
     @property
     def rule(self) -> ScalingRule:
         return ScalingRule.parse(self.scaling_rule, max_threads=self.max_threads)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, **overrides: Any) -> ListenerConfig:
-        """The listener settings of ``settings`` (``BILLING_*``), with ``overrides`` on top."""
-        values: dict[str, Any] = {
-            "batch_size": settings.dequeue_batch_size,
-            "visibility_timeout": settings.visibility_timeout_seconds,
-            "max_dequeue_count": settings.max_dequeue_count,
-            "backoff_min_idle": settings.backoff_min_idle_ms / 1000,
-            "backoff_delta": settings.backoff_delta_ms / 1000,
-            "backoff_max_idle": settings.backoff_max_idle_ms / 1000,
-            "safety_poll_seconds": settings.safety_poll_seconds,
-            "scaling_rule": settings.scaling_rule,
-            "max_threads": settings.max_dequeue_threads,
-        }
-        values.update(overrides)
-        return cls(**values)

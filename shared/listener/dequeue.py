@@ -1,11 +1,11 @@
-"""One dequeue thread's loop (seed 000 ``DequeueTaskMain``).
+"""One dequeue thread's loop.
 
 Each round: ask the planner which queues to try, receive up to ``batch_size`` messages from
 the first that has any (one request, visibility timeout set), and handle them — in parallel
 on a small per-thread pool, since handlers mostly wait on storage. An empty round means an
 empty-queue back-off; a thread whose back-off reaches the cap asks the listener whether it
-may retire. A thread that had been backing off and finds work tells the listener (seed 000
-``QueueWorkDetected``), which may start more threads.
+may retire. A thread that had been backing off and finds work tells the listener, which may
+start more threads.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""The multi-threaded queue listener (seed 000 ``CloudQueueListenerExtension``).
+"""The depth-scaled, multi-threaded queue listener (docs/patterns.md).
 
-    listener = QueueListener(work_sources(account, settings), handle_work_item,
-                             ListenerConfig.from_settings(settings), trigger_available=True,
-                             on_poison=mark_chunk_failed)
+    listener = QueueListener(sources, handle_work_item, config,
+                             trigger_available=True, on_poison=mark_chunk_failed)
     listener.start()                 # depth → scaling rule → that many dequeue threads
     subscription → listener.on_work_detected()   # on every trigger event
     listener.pause() / .resume()     # the release gate: no new receives while paused
@@ -10,11 +9,11 @@
 
 Threads come and go with the work:
 
-* **Up** (seed ``QueueWorkDetected`` + ``GetOptimalDequeueTaskCount``): on a trigger, or
+* **Up**: on a trigger, or
   when a backing-off thread finds work, :meth:`on_work_detected` queries the depth of every
   queue, asks the :class:`~shared.listener.scaling.ScalingRule` how many threads that depth
   deserves, and starts the missing ones (never more than ``max_threads``).
-* **Down** (seed ``HandleQueueEmptyEvent``): a thread whose empty-queue back-off reaches the
+* **Down**: a thread whose empty-queue back-off reaches the
   cap retires, unless it is the last one. With a push trigger the last one retires too and
   only a slow **safety poll** remains (every ``safety_poll_seconds``, a depth query), so a
   lost trigger never strands work and an idle instance makes almost no storage requests.
@@ -67,7 +66,7 @@ class QueueListener:
         errors = ErrorMemory()  # handler errors, read back when a message is poisoned
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        # Cleared while paused (the release gate, seed 002); dequeue threads wait on it.
+        # Cleared while paused (the release gate); dequeue threads wait on it.
         self._running = threading.Event()
         self._wake = WakeSignal()
         self._running.set()

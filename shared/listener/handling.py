@@ -1,6 +1,6 @@
 """Everything that happens to one received message, from lease to delete.
 
-The rule that keeps the pipeline lossless (design §7): a message is deleted **only after**
+The rule that keeps the pipeline lossless: a message is deleted **only after**
 the handler has returned, i.e. after its effect is durable. A handler that raises leaves
 the message to reappear when its visibility runs out; one dequeued too often goes to the
 poison queue instead of the handler; one received while the listener is stopping is handed

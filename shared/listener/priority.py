@@ -1,10 +1,10 @@
-"""The order in which a dequeue thread visits its queues (seeds 003 and 004).
+"""The order in which a dequeue thread visits its queues (docs/patterns.md).
 
 Each *round* a dequeue thread asks :meth:`PriorityPlanner.next_round` for an ordered list
 of queues and receives from the first one that has messages.
 
-* **Priority** (seed 003): high before normal before low.
-* **Partitions** (seed 004): within a priority, the partition a round starts at rotates, so
+* **Priority**: high before normal before low.
+* **Partitions**: within a priority, the partition a round starts at rotates, so
   every partition is read and none is favoured.
 * **Anti-starvation: a minimum share.** Every ``share_every``-th round is a *share round*
   that tries one lower priority first, cycling from the lowest upwards (low, normal, low,

@@ -1,7 +1,7 @@
-"""How many dequeue threads a queue depth deserves (seed 000 ``GetOptimalDequeueTaskCount``).
+"""How many dequeue threads a queue depth deserves (docs/patterns.md).
 
-The seed hard-codes its rule (< 100 messages → 10 tasks, …). Here the rule is a setting,
-``BILLING_SCALING_RULE``, a comma-separated list of ``depth:threads`` steps:
+The rule is a setting, not code: ``BILLING_SCALING_RULE``, a comma-separated list of
+``depth:threads`` steps:
 
     "0:1,64:2,512:4"   → depth 0-63: 1 thread, 64-511: 2 threads, 512 and more: 4 threads
 

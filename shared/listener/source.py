@@ -1,15 +1,14 @@
 """A queue the listener reads, with its priority, partition and poison queue.
 
-The processor reads ``3 priorities * K partitions`` work queues (seeds 003 and 004); the
-controller reads one output queue. Both hand the engine a list of :class:`QueueSource`.
+The processor reads one queue per priority and partition; the controller reads one output
+queue. Both hand the engine a list of :class:`QueueSource`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shared.settings import PRIORITIES, Priority, Settings, poison_queue
+from shared.domain.priority import PRIORITIES, Priority
 from shared.storage.ports import Queue, StorageAccount
 
 
@@ -44,19 +43,6 @@ class QueueSource:
         return cls(account.queue(name), account.queue(poison_queue(name)), priority, partition)
 
 
-def work_sources(
-    account: StorageAccount, settings: Settings, priorities: Iterable[Priority] | None = None
-) -> list[QueueSource]:
-    """Every partition of every served priority's work queue (default: the settings' set)."""
-    served = settings.processor_priorities if priorities is None else list(priorities)
-    return [
-        QueueSource.from_account(
-            account,
-            settings.work_queue(priority, partition),
-            priority=priority,
-            partition=partition,
-        )
-        for priority in PRIORITIES
-        if priority in served
-        for partition in range(settings.partitions)
-    ]
+def poison_queue(queue: str) -> str:
+    """Where a message of ``queue`` goes after too many dequeues."""
+    return f"{queue}-poison"

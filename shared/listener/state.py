@@ -1,4 +1,4 @@
-"""What a listener is doing right now (seed 000 ``CloudQueueListenerInfo`` / ``QueryState``).
+"""What a listener is doing right now.
 
 The engine updates one :class:`ListenerState` from all its threads; ``snapshot()`` gives a
 consistent, immutable :class:`ListenerSnapshot` for logs, ``/metrics``, the heartbeat entity

@@ -1,6 +1,6 @@
 """The wake-up call for dequeue threads sleeping in their empty-queue back-off.
 
-Seed 000's ``QueueWorkDetected`` only starts *missing* threads. But a thread that is
+A trigger's scale-up only starts *missing* threads. But a thread that is
 already there may be asleep for up to ``max_idle`` (30 s by default) when a trigger says
 work has arrived; for a small batch the scaling rule wants no extra thread, so without a
 wake-up the work would wait out that sleep. A trigger, and a stop, therefore interrupt

@@ -89,7 +89,7 @@ class Blob:
 
 
 class BlobContainer(Protocol):
-    """One blob container. ETags give optimistic concurrency (seed 002)."""
+    """One blob container. ETags give optimistic concurrency."""
 
     @property
     def name(self) -> str: ...

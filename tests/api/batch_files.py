@@ -6,7 +6,7 @@ import gzip
 import json
 from collections.abc import Sequence
 
-from shared.chunk_payload import NumberedTransaction
+from shared.contracts.chunk_payload import NumberedTransaction
 from tests.support.transaction_rows import transaction_from_row
 
 COLUMNS = ("transaction_id", "customer_id", "sku", "quantity", "region", "occurred_at")

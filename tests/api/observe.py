@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shared.chunk_payload import NumberedTransaction, decode_chunk
-from shared.messages import WorkItem
-from shared.settings import Priority, Settings
+from shared.contracts.chunk_payload import NumberedTransaction, decode_chunk
+from shared.contracts.messages import WorkItem
+from shared.domain.priority import Priority
+from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
 

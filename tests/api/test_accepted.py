@@ -9,10 +9,10 @@ from dataclasses import dataclass
 
 import pytest
 
-from shared.chunk_payload import NumberedTransaction
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
-from shared.pricebook import sample_pricebook
-from shared.transactions import ControlTotalsBuilder
+from shared.contracts.chunk_payload import NumberedTransaction
+from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.transactions import ControlTotalsBuilder
 from tests.api.batch_files import COLUMNS, Row, csv_file, expected, gzipped, jsonl_file, row, rows
 from tests.api.harness import AUTH, Api
 from tests.api.observe import payload_rows, queued_work_items

@@ -15,10 +15,10 @@ import pytest
 import uvicorn
 from typer.testing import CliRunner
 
+from billing.cli.app import app as cli
 from initiator.app import create_app
 from initiator.intake import parse_batch
-from shared.cli.app import app as cli
-from shared.pricebook import sample_pricebook
+from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
 from tests.api.batch_files import csv_file, row, rows
 from tests.api.conftest import SettingsFactory

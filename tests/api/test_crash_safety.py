@@ -24,7 +24,8 @@ from initiator.idempotency import IDEMPOTENCY_PARTITION, IdempotencyInProgressEr
 from initiator.publishing import STEPS, FaultHook, sweep_orphans
 from initiator.publishing import publisher as publisher_module
 from shared import meter
-from shared.batch_records import BATCH_PARTITION, BatchStatus
+from shared.contracts.batch_records import BATCH_PARTITION
+from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
 from tests.api.conftest import ServicesFactory

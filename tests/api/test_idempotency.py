@@ -6,7 +6,7 @@ import anyio
 import httpx
 import pytest
 
-from shared.batch_records import BATCH_PARTITION
+from shared.contracts.batch_records import BATCH_PARTITION
 from tests.api.batch_files import csv_file, row, rows
 from tests.api.harness import AUTH, Api
 

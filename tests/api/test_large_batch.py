@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.sample_batches import write_batch_file
-from shared.transactions import ControlTotalsBuilder
+from billing.sample_batches import write_batch_file
+from shared.domain.transactions import ControlTotalsBuilder
 from tests.api.conftest import SettingsFactory
 from tests.api.harness import AUTH, started_api
 

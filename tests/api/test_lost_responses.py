@@ -16,13 +16,14 @@ from azure.core.exceptions import ServiceResponseError
 
 from initiator.idempotency import IDEMPOTENCY_PARTITION
 from initiator.publishing import FaultHook, outcome
-from shared.batch_records import BATCH_PARTITION, BatchStatus
 from shared.bus import open_bus
+from shared.contracts.batch_records import BATCH_PARTITION
+from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from shared.storage import open_storage
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, Api, started_api
-from tests.api.test_crash_safety import fail_at
+from tests.api.test_crash_safety import _queued, _rows, fail_at
 from tests.support.lost_responses import LostResponses
 
 pytestmark = pytest.mark.anyio
@@ -55,16 +56,6 @@ def _headers(key: str) -> dict[str, str]:
     return {**AUTH, "Content-Type": "text/csv", "Idempotency-Key": key}
 
 
-def _row_keys(api: Api, partition: str) -> list[str]:
-    table = api.services.storage.table(api.settings.batches_table)
-    return [entity.row_key for entity in table.query(partition)]
-
-
-def _queued(api: Api) -> int:
-    storage, settings = api.services.storage, api.settings
-    return sum(storage.queue(name).approximate_count() for name in settings.work_queues("normal"))
-
-
 async def test_a_lost_response_on_the_accepted_write_is_answered_accepted(
     api_with: ApiWith,
 ) -> None:
@@ -75,17 +66,17 @@ async def test_a_lost_response_on_the_accepted_write_is_answered_accepted(
         assert faults.lost == ["accepted"]
         assert response.status_code == 202, response.text
         batch_id = response.json()["batch_id"]
-        assert _row_keys(api, BATCH_PARTITION) == [batch_id]
+        assert _rows(api.services, BATCH_PARTITION) == [batch_id]
         found = api.services.records.find(batch_id)
         assert found is not None
         assert found.record.status is BatchStatus.ACCEPTED
-        assert _queued(api) == CHUNKS
+        assert _queued(api.services) == CHUNKS
         assert [t.properties["Priority"] for t in api.triggers()] == ["normal"]
         # The client that did not trust the first answer and retries gets the same batch.
         again = await api.post_batch(BODY, _headers("order-1"))
         assert again.status_code == 200
         assert again.json()["batch_id"] == batch_id
-        assert _queued(api) == CHUNKS
+        assert _queued(api.services) == CHUNKS
 
 
 async def test_a_lost_response_on_the_accepting_write_leaves_no_trace_and_frees_the_key(
@@ -98,15 +89,15 @@ async def test_a_lost_response_on_the_accepting_write_leaves_no_trace_and_frees_
         assert faults.lost == ["accepting"]
         assert response.status_code == 503
         assert "not accepted" in response.json()["detail"]
-        assert _row_keys(api, BATCH_PARTITION) == []
-        assert _row_keys(api, IDEMPOTENCY_PARTITION) == []  # the key is free at once
+        assert _rows(api.services, BATCH_PARTITION) == []
+        assert _rows(api.services, IDEMPOTENCY_PARTITION) == []  # the key is free at once
         container = api.services.storage.container(api.settings.payload_container)
         assert list(container.list()) == []
         assert api.triggers(wait=0.05) == []
         # The retry with the same key is accepted, not locked out with a 409.
         retry = await api.post_batch(BODY, _headers("order-2"))
         assert retry.status_code == 202, retry.text
-        assert _row_keys(api, BATCH_PARTITION) == [retry.json()["batch_id"]]
+        assert _rows(api.services, BATCH_PARTITION) == [retry.json()["batch_id"]]
 
 
 async def test_a_lost_response_on_the_abandoning_write_still_cleans_up(
@@ -121,8 +112,8 @@ async def test_a_lost_response_on_the_abandoning_write_still_cleans_up(
         assert faults.lost == ["abandoned"]
         assert response.status_code == 503
         assert "not accepted" in response.json()["detail"]
-        assert _row_keys(api, BATCH_PARTITION) == []
-        assert _row_keys(api, IDEMPOTENCY_PARTITION) == []
+        assert _rows(api.services, BATCH_PARTITION) == []
+        assert _rows(api.services, IDEMPOTENCY_PARTITION) == []
 
 
 async def test_storage_gone_after_the_accepted_write_answers_outcome_unknown(
@@ -152,5 +143,5 @@ async def test_a_failure_after_the_commit_point_is_answered_accepted(settings: S
         response = await api.post_batch(BODY, _headers("order-5"))
 
         assert response.status_code == 202, response.text
-        assert _row_keys(api, BATCH_PARTITION) == [response.json()["batch_id"]]
-        assert _queued(api) == CHUNKS
+        assert _rows(api.services, BATCH_PARTITION) == [response.json()["batch_id"]]
+        assert _queued(api.services) == CHUNKS

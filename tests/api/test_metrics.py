@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from shared.batch_records import BatchStatus
+from shared.contracts.batch_status import BatchStatus
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, CSV, Api
 from tests.dashboard.heartbeats import Figures, write_beat

@@ -17,7 +17,7 @@ import pytest
 
 from bench.report import load_report
 from bench.run import BENCHMARKS, REPO_ROOT, available
-from shared.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
+from billing.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
 from tests.support.azurite import unavailable
 
 #: Figures each of these benchmarks must report (others: at least one figure).
@@ -78,7 +78,7 @@ def test_every_delivered_benchmark_is_in_this_checkout() -> None:
 
 def test_cli_lists_the_benchmarks() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "bench", "--list"],
+        [sys.executable, "-m", "billing.cli", "bench", "--list"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,

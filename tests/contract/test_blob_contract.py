@@ -1,4 +1,4 @@
-"""The blob contract: whole-blob writes and reads with ETag conditions (seed 002)."""
+"""The blob contract: whole-blob writes and reads with ETag conditions."""
 
 from __future__ import annotations
 

@@ -46,7 +46,7 @@ class BusUnderTest:
     ) -> Subscription:
         if self._broker is not None:
             self._broker.add_subscription(TOPIC, name, filter, filters=filters)
-        return self.bus.subscribe(SubscriptionSpec(name, dict(filter or {}), filters=filters))
+        return self.bus.subscribe(SubscriptionSpec(name, filters or (dict(filter or {}),)))
 
 
 @pytest.fixture(params=["embedded", "in-process", "servicebus"])
@@ -231,5 +231,5 @@ def test_a_message_published_after_a_close_waits_for_the_next_receiver(
 
     target.bus.publish(b"for whoever comes next", HIGH)
 
-    second = target.bus.subscribe(SubscriptionSpec("handover", HIGH))
+    second = target.bus.subscribe(SubscriptionSpec("handover", (HIGH,)))
     assert bodies(receive_until(second, 1)) == [b"for whoever comes next"]

@@ -1,4 +1,4 @@
-"""Metering: both backends count storage requests the same way (seed 000's cost model)."""
+"""Metering: both backends count storage requests the same way (every request is billed)."""
 
 from __future__ import annotations
 

@@ -12,14 +12,16 @@ import random
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from processor.chunk_result import encode_result, result_blob_name
-from processor.rating import rater_for, subtotals
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
-from shared.messages import ChunkFailed, ChunkResult
-from shared.pricebook import sample_pricebook
+from processor.rating import rater_for
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
+from shared.contracts.chunk_result import encode_result, result_blob_name
+from shared.contracts.messages import ChunkFailed, ChunkResult
+from shared.domain.charges import subtotals
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.transactions import ControlTotals, ControlTotalsBuilder, Transaction
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-from shared.transactions import ControlTotals, ControlTotalsBuilder, Transaction
 from tests.support.reference_rater import SAMPLE_BOOK
 
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
-from controller.warehouse.models import AppliedChunk, Batch, Charge, Invoice
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
+from shared.warehouse.models import AppliedChunk, Batch, Charge, Invoice
 from tests.support.reference_rater import (
     INVOICE_FIGURES,
     SAMPLE_BOOK,

@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine
 
-from controller.warehouse import make_engine, upgrade
 from controller.worker import ControllerWorker
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
-from shared.listener import ListenerConfig
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
+from shared.listener_settings import listener_config
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine, upgrade
 from tests.support.deployment_settings import (
     AZURITE_STACK,
     STACKS,
@@ -92,9 +93,7 @@ def start_worker(settings: Settings, storage: StorageAccount) -> Iterator[Worker
     started: list[ControllerWorker] = []
 
     def start(**listener_overrides: object) -> ControllerWorker:
-        config = ListenerConfig.from_settings(
-            settings, **{"handler_parallelism": 2, **listener_overrides}
-        )
+        config = listener_config(settings, **{"handler_parallelism": 2, **listener_overrides})
         worker = ControllerWorker(settings, storage, listener_config=config)
         worker.start()
         started.append(worker)

@@ -15,12 +15,13 @@ import sys
 import time
 from pathlib import Path
 
-from controller.warehouse import upgrade
 from controller.worker import ControllerWorker
-from shared.batch_records import BatchRecords, BatchStatus
-from shared.listener import ListenerConfig
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
+from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage import open_storage
+from shared.warehouse import upgrade
 
 CLOSED = (BatchStatus.COMPLETED, BatchStatus.FAILED)
 TIMEOUT_SECONDS = 90.0
@@ -36,7 +37,7 @@ def main() -> None:
         time.sleep(0.01)
     storage = open_storage(settings)
     records = BatchRecords(storage.table(settings.batches_table))
-    config = ListenerConfig.from_settings(settings, handler_parallelism=2)
+    config = listener_config(settings, handler_parallelism=2)
     worker = ControllerWorker(settings, storage, listener_config=config)
     worker.start()
     try:

@@ -20,7 +20,7 @@ from pydantic import SecretStr
 
 from controller.reducer import apply_rows
 from controller.worker import ControllerWorker
-from shared.listener import ListenerConfig
+from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage import open_storage
 
@@ -47,9 +47,7 @@ def main() -> None:
 
     # One message at a time, so exactly one chunk is committed when the process dies (with
     # parallel handlers a second commit could land in the same instant).
-    config = ListenerConfig.from_settings(
-        settings, handler_parallelism=1, scaling_rule="0:1", max_threads=1
-    )
+    config = listener_config(settings, handler_parallelism=1, scaling_rule="0:1", max_threads=1)
     with patch("controller.results.apply_rows", apply_then_die):
         worker = ControllerWorker(settings, open_storage(settings), listener_config=config)
         worker.start()

@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from controller.batch_rows import BatchRow
 from controller.completion import ChunkTally, Settlement
 from controller.progress import BatchRecordUpdates
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
+from shared.domain.transactions import ControlTotals
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-from shared.transactions import ControlTotals
 
 CONTROL = ControlTotals(transactions=40, quantity=900, id_checksum=2**64 - 5)
 

@@ -21,14 +21,14 @@ import uvicorn
 from sqlalchemy import inspect
 from typer.testing import CliRunner
 
-from controller.warehouse import make_engine, upgrade
-from controller.warehouse.migrate import head_revision
+from billing.cli.app import app as billing
+from billing.demo.cluster import free_port
 from controller.worker import build_result_handler, order_id_allocator
 from initiator.app import create_app
-from shared.cli.app import app as billing
-from shared.demo.cluster import free_port
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine, upgrade
+from shared.warehouse.migrate import head_revision
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.conftest import wait_until_closed
 from tests.controller.killed_controller import settings_to_json
@@ -83,7 +83,7 @@ def test_billing_controller_reduces_a_batch_and_stops_on_sigterm_within_5_s(
     env = {**os.environ, **settings_env(settings)}
 
     process = subprocess.Popen(
-        [sys.executable, "-m", "shared.cli", "controller"],
+        [sys.executable, "-m", "billing.cli", "controller"],
         cwd=REPO_ROOT,
         env=env,
         stdout=subprocess.PIPE,

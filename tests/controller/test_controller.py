@@ -8,7 +8,8 @@ import time
 import pytest
 from sqlalchemy import Engine
 
-from shared.batch_records import BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from tests.controller.batches import control_totals, make_transactions, publish_batch

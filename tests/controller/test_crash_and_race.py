@@ -13,12 +13,12 @@ from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
 from controller.reducer import apply_chunk
-from controller.warehouse import make_engine
 from controller.worker import order_id_allocator
-from processor.chunk_result import decode_result
-from shared.batch_records import BatchRecords
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.chunk_result import decode_result
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.checks import (
     applied_chunk_count,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import Engine, delete, insert, update
 
 from controller.reconciliation import reconcile
-from controller.warehouse.models import Charge, Invoice
 from controller.worker import build_result_handler, order_id_allocator
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse.models import Charge, Invoice
 from tests.controller.batches import control_totals, make_transactions, publish_batch
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from controller.worker import ControllerWorker
 from shared.bus.embedded import EmbeddedTriggerBus
-from shared.listener import ListenerConfig
-from shared.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from tests.controller.batches import make_transactions, publish_batch
@@ -21,7 +21,7 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
     bus = EmbeddedTriggerBus(tmp_path / "bus", settings.trigger_topic)
     bus.ensure_topic()
     # After its first empty receive the controller's only thread sleeps at least 30 s.
-    config = ListenerConfig.from_settings(
+    config = listener_config(
         settings, backoff_min_idle=30.0, backoff_max_idle=60.0, scaling_rule="0:1"
     )
     worker = ControllerWorker(settings, storage, listener_config=config, bus=bus)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from shared.all_in_one import AllInOne
-from shared.demo.cluster import free_port
+from billing.all_in_one import AllInOne
+from billing.demo.cluster import free_port
 from tests.support.deployment_settings import deployment_values, settings_factory
 
 

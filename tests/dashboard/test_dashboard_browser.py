@@ -1,6 +1,6 @@
 """The dashboard in a real headless Chromium, on a real deployment.
 
-The server is ``billing serve --all-in-one``'s :class:`~shared.all_in_one.AllInOne` (uvicorn
+The server is ``billing serve --all-in-one``'s :class:`~billing.all_in_one.AllInOne` (uvicorn
 on a free port, with a processor and a controller in the process, embedded storage and a
 SQLite warehouse), so a submitted batch really moves to ``completed`` on the page. The
 browser is Debian's ``chromium`` driven by Playwright over its DevTools protocol (Playwright's

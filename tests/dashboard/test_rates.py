@@ -16,7 +16,8 @@ from initiator.observability.rates import (
     no_prices,
 )
 from initiator.schemas import BatchStatusView
-from shared.batch_records import BatchRecord, BatchStatus
+from shared.contracts.batch_records import BatchRecord
+from shared.contracts.batch_status import BatchStatus
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 

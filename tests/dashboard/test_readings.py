@@ -1,7 +1,7 @@
 """The readings behind /metrics and the dashboard: the cache, the batch overview, the fleet.
 
 Run on the embedded backend's real tables (no mock): the reader sees what the writers
-(:class:`~shared.batch_records.BatchRecords`, the processors' heartbeat) really store.
+(:class:`~shared.contracts.batch_records.BatchRecords`, the processors' heartbeat) really store.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import pytest
 from initiator.observability.batches import read_batch_overview
 from initiator.observability.cache import TimedCache
 from initiator.observability.fleet import STALE_AFTER, read_live_processors
-from shared.batch_records import BatchRecord, BatchRecords, BatchStatus
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.batch_status import BatchStatus
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import Table
 from tests.dashboard.heartbeats import Figures, write_beat

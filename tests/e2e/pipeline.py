@@ -4,15 +4,14 @@
         batch_id = pipeline.submit(path, priority="high")
         status = pipeline.wait_until_closed(batch_id)
 
-The initiator is the real app served by uvicorn on a free loopback port and driven over
-HTTP with ``httpx``; the processors are :class:`~processor.worker.ProcessorWorker` and the
-controller a :class:`~controller.worker.ControllerWorker`, in threads. Each role opens its
-own storage (and bus), as separate processes would, so nothing is shared but the backend.
+Assembled by :class:`billing.deployment.Deployment`: the initiator is the real app served by
+uvicorn on a free loopback port and driven over HTTP with ``httpx``; the processors and the
+controller run in threads. Each role has its own storage (and bus) handles, as separate
+processes would, so nothing is shared but the backend.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -21,20 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
 
+from billing.demo.cluster import free_port
+from billing.deployment import Deployment
 from controller.worker import ControllerWorker
-from initiator.app import create_app
 from processor.worker import ProcessorWorker
-from shared.bus import open_bus
-from shared.demo.cluster import free_port
-from shared.listener import ListenerConfig
-from shared.settings import Priority, Settings
-from shared.storage import open_storage
+from shared.contracts.batch_status import FINAL_STATUSES
+from shared.domain.priority import Priority
+from shared.listener_settings import listener_config
+from shared.settings import Settings
 
-START_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 5.0
-CLOSED = ("completed", "failed")
+CLOSED = FINAL_STATUSES
 
 
 @dataclass
@@ -68,59 +64,30 @@ class RunningPipeline:
 
 
 @contextmanager
-def serving_initiator(settings: Settings) -> Iterator[str]:
-    """The initiator app on a real socket (uvicorn in a thread); yields its base URL."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, name="initiator", daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while not server.started:
-            assert thread.is_alive(), "the initiator stopped while starting"
-            assert time.monotonic() < deadline, "the initiator did not start in time"
-            time.sleep(0.02)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=STOP_TIMEOUT_SECONDS * 2)
-
-
-@contextmanager
 def running_pipeline(settings: Settings, *, processors: int = 2) -> Iterator[RunningPipeline]:
     """Start the initiator (its start-up provisions every resource and installs the sample
     pricebook), the controller (it migrates the warehouse), then the processors."""
-    with ExitStack() as stack:
-        base_url = stack.enter_context(serving_initiator(settings))
+    with (
+        Deployment(settings, own_connections=True, provision=False) as deployment,
+        ExitStack() as stack,
+    ):
+        initiator = deployment.initiator(port=free_port(), log_level="warning")
+        deployment.start(initiator, front=True)
         api_key = settings.api_keys[0].get_secret_value()
         client = stack.enter_context(
             httpx.Client(
-                base_url=base_url,
+                base_url=initiator.url,
                 headers={"Authorization": f"Bearer {api_key}"},
                 timeout=httpx.Timeout(30.0),
             )
         )
-
-        controller_storage = open_storage(settings)
-        stack.callback(controller_storage.close)
-        controller = ControllerWorker(
-            settings,
-            controller_storage,
-            listener_config=ListenerConfig.from_settings(settings, handler_parallelism=2),
+        controller = deployment.start(
+            deployment.controller(
+                trigger=False, listener_config=listener_config(settings, handler_parallelism=2)
+            )
         )
-        controller.start()
-        stack.callback(controller.stop, STOP_TIMEOUT_SECONDS)
-
-        workers = []
-        for _ in range(processors):
-            storage, bus = open_storage(settings), open_bus(settings)
-            stack.callback(storage.close)
-            stack.callback(bus.close)
-            worker = ProcessorWorker(settings, storage, bus, heartbeat_busy_seconds=1.0)
-            worker.start()
-            stack.callback(worker.stop, STOP_TIMEOUT_SECONDS)
-            workers.append(worker)
-
+        workers = [
+            deployment.start(deployment.processor(heartbeat_busy_seconds=1.0))
+            for _ in range(processors)
+        ]
         yield RunningPipeline(settings, client, workers, controller)

@@ -23,10 +23,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from shared.cli.app import app as billing
-from shared.demo.cluster import free_port
-from shared.sample_batches import generate_lines
-from shared.transactions import Transaction
+from billing.cli.app import app as billing
+from billing.demo.cluster import free_port
+from billing.sample_batches import generate_lines
+from shared.contracts.batch_status import FINAL_STATUSES
+from shared.domain.transactions import Transaction
 from tests.support.deployment_settings import (
     azurite_connection_string,
     billing_environment,
@@ -41,8 +42,8 @@ CHUNK_SIZE = 50
 TRANSACTIONS = 300
 #: A supervisor's usual grace between SIGTERM and SIGKILL; the command must be done by then.
 STOP_LIMIT_SECONDS = 5.0
-CLOSED = ("completed", "failed")
-SERVE_COMMAND = (sys.executable, "-m", "shared.cli", "serve", "--all-in-one")
+CLOSED = FINAL_STATUSES
+SERVE_COMMAND = (sys.executable, "-m", "billing.cli", "serve", "--all-in-one")
 
 
 @pytest.fixture(params=["embedded", pytest.param("azurite", marks=pytest.mark.azurite)])

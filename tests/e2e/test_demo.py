@@ -1,10 +1,10 @@
 """``billing demo`` as a user runs it: a subprocess, its exit code and what it prints.
 
-The demo itself starts the three roles as processes (``shared/demo``); here it runs on the
+The demo itself starts the three roles as processes (``billing/demo``); here it runs on the
 embedded backend and on an Azurite it starts itself (skipped without Node on a developer
 machine, failing under CI like every Azurite test). Its failure path — a batch that does not
 reconcile must make it exit non-zero — is tested on the command's own exit logic with a
-:class:`~shared.demo.scenario.DemoResult` that does not reconcile.
+:class:`~billing.demo.scenario.DemoResult` that does not reconcile.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from shared.cli import demo as demo_command
-from shared.cli.app import app as billing
-from shared.demo.scenario import DemoResult
-from shared.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
+from billing.cli import demo as demo_command
+from billing.cli.app import app as billing
+from billing.demo.scenario import DemoResult
+from billing.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
 from tests.support.azurite import unavailable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -30,12 +30,12 @@ DEMO_TIMEOUT_SECONDS = 180
 
 
 def run_demo_command(*args: str) -> subprocess.CompletedProcess[str]:
-    """``python -m shared.cli demo …`` from the repository, in a clean environment."""
+    """``python -m billing.cli demo …`` from the repository, in a clean environment."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
     env["COLUMNS"] = "120"  # rich wraps at the terminal width; keep lines whole
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "shared.cli", "demo", *args],
+        [sys.executable, "-m", "billing.cli", "demo", *args],
         cwd=REPO_ROOT,
         env=env,
         capture_output=True,

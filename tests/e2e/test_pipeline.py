@@ -23,11 +23,12 @@ from typing import Any
 
 from sqlalchemy import select
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
-from shared.sample_batches import write_batch_file
-from shared.settings import Priority, Settings
-from shared.transactions import Transaction
+from billing.sample_batches import write_batch_file
+from shared.domain.priority import Priority
+from shared.domain.transactions import Transaction
+from shared.settings import Settings
+from shared.warehouse import make_engine
+from shared.warehouse.models import Charge
 from tests.controller.checks import (
     assert_charges_match_the_reference,
     assert_invoices_match_the_reference,
@@ -88,7 +89,7 @@ def read_transactions(path: Path, spec: BatchSpec) -> list[Transaction]:
 
 
 def expected_control_totals(transactions: list[Transaction]) -> dict[str, int]:
-    """Design §7's control totals computed here: count, quantity sum, and the sum modulo
+    """The control totals computed here: count, quantity sum, and the sum modulo
     2**64 of each id's 8-byte blake2b digest read big-endian."""
     checksum = sum(
         int.from_bytes(hashlib.blake2b(tx.transaction_id.encode(), digest_size=8).digest(), "big")

@@ -16,13 +16,13 @@ from pathlib import Path
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
-from controller.warehouse import make_engine
-from controller.warehouse.models import Charge
-from shared.chunk_payload import payload_blob_name
-from shared.cli.app import app as cli
-from shared.sample_batches import write_batch_file
+from billing.cli.app import app as cli
+from billing.sample_batches import write_batch_file
+from shared.contracts.chunk_payload import payload_blob_name
 from shared.settings import Settings
 from shared.storage import open_storage
+from shared.warehouse import make_engine
+from shared.warehouse.models import Charge
 from tests.e2e.conftest import SettingsFactory
 from tests.e2e.pipeline import running_pipeline
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from shared.demo.cluster import free_port
+from billing.demo.cluster import free_port
 from shared.provision import containers_for, queues_for, tables_for
 from shared.settings import Settings
 from shared.storage import open_storage

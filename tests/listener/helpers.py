@@ -6,8 +6,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from shared.domain.priority import Priority
 from shared.listener import ListenerConfig, QueueListener, QueueSource
-from shared.settings import Priority, poison_queue
+from shared.listener.source import poison_queue
 from shared.storage.ports import Queue
 from tests.support.memory_queue import MemoryQueue, MemoryQueues
 

@@ -14,16 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from processor.work_queues import work_sources
 from shared import meter
-from shared.listener import (
-    Heartbeat,
-    Lease,
-    ListenerState,
-    PoisonRecord,
-    QueueSource,
-    work_sources,
-)
-from shared.settings import Priority, Settings
+from shared.domain.priority import Priority
+from shared.listener import Heartbeat, Lease, ListenerState, PoisonRecord, QueueSource
+from shared.settings import Settings
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import StorageAccount
 from tests.listener.helpers import ListenerFactory, dequeue_elsewhere, fast_config, wait_until

@@ -1,4 +1,4 @@
-"""Seed 000 ``HandleQueueEmptyEvent``: the randomized exponential back-off."""
+"""The randomized exponential back-off on an empty queue."""
 
 from __future__ import annotations
 

@@ -1,13 +1,13 @@
-"""Seeds 003 and 004: priority order, every partition read, and a minimum share for low."""
+"""Priority order, every partition read, and a minimum share for low."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from shared.domain.priority import PRIORITIES
 from shared.listener import Lease
 from shared.listener.priority import PriorityPlanner
 from shared.listener.source import QueueSource
-from shared.settings import PRIORITIES
 from tests.listener.helpers import ListenerFactory, fast_config, make_sources, wait_until
 from tests.support.memory_queue import MemoryQueues
 

@@ -1,11 +1,12 @@
-"""Seed 000 ``GetOptimalDequeueTaskCount``: the depth → threads rule from settings."""
+"""The scaling rule: depth → threads, from settings."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from shared.listener import ListenerConfig, ScalingRule, ScalingRuleError
+from shared.listener import ScalingRule, ScalingRuleError
+from shared.listener_settings import listener_config
 from shared.settings import Settings
 
 
@@ -50,13 +51,13 @@ def test_bad_rules_fail_with_a_clear_reason(text: str, reason: str) -> None:
 def test_a_bad_rule_in_the_settings_fails_when_the_config_is_built() -> None:
     settings = Settings(scaling_rule="0:1,lots:2", _env_file=None)  # type: ignore[call-arg]
     with pytest.raises(ValidationError, match="two integers"):
-        ListenerConfig.from_settings(settings)
+        listener_config(settings)
 
 
 def test_the_config_takes_the_rule_and_cap_from_settings() -> None:
     settings = Settings(  # type: ignore[call-arg]
         scaling_rule="0:1,8:3", max_dequeue_threads=2, _env_file=None
     )
-    rule = ListenerConfig.from_settings(settings).rule
+    rule = listener_config(settings).rule
     assert rule.optimal_threads(100) == 2
     assert rule.optimal_threads(0) == 1

@@ -1,4 +1,4 @@
-"""Seed 000 ``CloudQueueListenerInfo`` / ``QueryState``: the listener's counters."""
+"""The listener's counters and snapshot."""
 
 from __future__ import annotations
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-import signal
 import threading
 
-from shared.listener import Lease, wait_for_stop_signal
+from shared.listener import Lease
 from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq, wait_until
 from tests.support.memory_queue import MemoryQueues
 
@@ -66,11 +64,3 @@ def test_a_handler_that_cannot_finish_in_time_lets_its_message_reappear(
         assert wait_until(lambda: len(source.queue.peek()) == 1, timeout=3)
     finally:
         release.set()
-
-
-def test_wait_for_stop_signal_returns_on_sigterm() -> None:
-    before = signal.getsignal(signal.SIGTERM)
-    timer = threading.Timer(0.1, os.kill, (os.getpid(), signal.SIGTERM))
-    timer.start()
-    assert wait_for_stop_signal() == signal.SIGTERM
-    assert signal.getsignal(signal.SIGTERM) == before  # the previous handler is back

@@ -1,4 +1,4 @@
-"""Seed 000: threads scale up with depth, retire when idle, and a safety poll stays behind."""
+"""Threads scale up with depth, retire when idle, and a safety poll stays behind."""
 
 from __future__ import annotations
 

@@ -47,9 +47,7 @@ def start_worker() -> Iterator[WorkerStarter]:
 
     def start(deployment: Deployment, **options: Any) -> ProcessorWorker:
         own = Deployment.open(deployment.settings, provision=False)
-        worker = ProcessorWorker(
-            own.settings, own.storage, own.bus, **{**fast_worker_options(), **options}
-        )
+        worker = own.processor(**{**fast_worker_options(), **options})
         started.append((worker, own))
         worker.start()
         return worker

@@ -1,5 +1,8 @@
 """A small deployment for the processor tests: settings, storage, bus, and what to observe.
 
+The deployment itself is :class:`billing.deployment.Deployment`; this adds the tests' ways
+to publish batches and to look at what the processors left.
+
 Batches are published with the initiator's real :class:`~initiator.publishing.Publisher`
 (payload blobs, record, work items, trigger) — the processor sees exactly what production
 intake leaves on the queues.
@@ -10,22 +13,19 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from billing import deployment as composition
 from initiator.publishing import BatchIntent, FaultHook, Publisher
-from shared.batch_records import BatchRecord, BatchRecords
-from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
-from shared.messages import ChunkFailed, ChunkResult
-from shared.pricebook_store import PricebookStore
-from shared.provision import ensure_resources
-from shared.settings import Priority, Settings
-from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
-from shared.transactions import ControlTotalsBuilder, Transaction
+from shared.contracts.batch_records import BatchRecord, BatchRecords
+from shared.contracts.messages import ChunkFailed, ChunkResult
+from shared.domain.pricebook_store import PricebookStore
+from shared.domain.priority import Priority
+from shared.domain.transactions import ControlTotalsBuilder, Transaction
+from shared.settings import Settings
 from tests.support.deployment_settings import deployment_values, settings_factory
 from tests.support.names import unique_name
 
@@ -67,23 +67,12 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0, step: float
     return condition()
 
 
-@dataclass
-class Deployment:
-    settings: Settings
-    storage: StorageAccount
-    bus: TriggerBus
+class Deployment(composition.Deployment):
+    """The composition's deployment (storage, bus, processors), and ways to feed and watch it."""
 
     @classmethod
     def open(cls, settings: Settings, *, provision: bool = True) -> Deployment:
-        storage = open_storage(settings)
-        bus = open_bus(settings)
-        if provision:
-            ensure_resources(settings, storage, bus)
-        return cls(settings, storage, bus)
-
-    def close(self) -> None:
-        self.bus.close()
-        self.storage.close()
+        return cls(settings, provision=provision)
 
     # --- preparing ------------------------------------------------------------------------
     def upload_pricebook(self, document: dict[str, Any]) -> str:

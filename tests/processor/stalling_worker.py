@@ -15,7 +15,7 @@ from pathlib import Path
 from processor.rating_step import RatingStep
 from processor.worker import ProcessorWorker
 from shared.bus import open_bus
-from shared.messages import ChunkResult, WorkItem
+from shared.contracts.messages import ChunkResult, WorkItem
 from shared.settings import Settings
 from shared.storage import open_storage
 from tests.processor.deployment import fast_worker_options

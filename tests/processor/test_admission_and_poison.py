@@ -17,11 +17,12 @@ from datetime import timedelta
 import pytest
 
 from initiator.publishing import sweep_orphans
-from shared.batch_records import BatchRecords, BatchStatus
-from shared.chunk_payload import payload_blob_name
+from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_status import BatchStatus
+from shared.contracts.chunk_payload import payload_blob_name
+from shared.contracts.messages import ChunkFailed
 from shared.listener import PoisonRecord
-from shared.messages import ChunkFailed
-from shared.settings import poison_queue
+from shared.listener.source import poison_queue
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
+from billing.cli.app import app as cli
 from initiator.app import create_app
-from shared.cli.app import app as cli
-from shared.gate import read_gate
+from shared.coordination.gate import read_gate
 from shared.settings import Settings
 from shared.storage.embedded import EmbeddedStorageAccount
 from tests.processor.deployment import deployment_settings, wait_until
@@ -40,7 +40,7 @@ def heartbeats(data_dir: Path) -> dict[str, str]:
 def test_billing_processor_runs_n_processes_and_stops_on_sigterm(tmp_path: Path) -> None:
     data_dir = tmp_path / "billing"
     env = {**os.environ, "BILLING_DATA_DIR": str(data_dir), "BILLING_PARTITIONS": "2"}
-    command = [sys.executable, "-c", "from shared.cli.app import main; main()"]
+    command = [sys.executable, "-c", "from billing.cli.app import main; main()"]
     supervisor = subprocess.Popen(
         [*command, "processor", "--processes", "2", "--priorities", "high,normal"],
         cwd=REPO,

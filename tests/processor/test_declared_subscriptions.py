@@ -1,7 +1,7 @@
 """The shared subscriptions the emulator's config declares are the ones processors open.
 
 Without Manage rights a processor only opens ``processors-<priority>`` and trusts that its
-rules are those of :func:`~processor.trigger_subscriber.subscription_specs`; a rule missing
+rules are those of :func:`~processor.subscriptions.subscription_specs`; a rule missing
 from the declaration would go unnoticed until a broadcast (the gate's) never arrived.
 """
 
@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from processor.trigger_subscriber import subscription_specs
-from shared.settings import PRIORITIES
+from processor.subscriptions import subscription_specs
+from shared.domain.priority import PRIORITIES
 
 EMULATOR_CONFIG = Path(__file__).parents[2] / "infra" / "servicebus-emulator" / "config.json"
 

@@ -1,4 +1,4 @@
-"""The release gate (seed 002) in the processor, on the embedded backend.
+"""The release gate in the processor, on the embedded backend.
 
 Held processors make no queue request; a release wakes every one of them (printed latency,
 bounded by the issue's 100 ms); a processor started after the release works at once; a
@@ -11,7 +11,7 @@ import time
 
 from processor.worker import ProcessorWorker
 from shared import meter
-from shared.gate import set_gate
+from shared.coordination.gate import set_gate
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from processor.trigger_subscriber import subscription_specs
+from processor.subscriptions import subscription_specs
 from processor.worker import ProcessorWorker
 from shared import meter
-from shared.gate import set_gate
-from shared.settings import PRIORITIES
+from shared.coordination.gate import set_gate
+from shared.domain.priority import PRIORITIES
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, deployment_settings, wait_until
 from tests.processor.reference import TIE_BOOK

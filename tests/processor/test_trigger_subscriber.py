@@ -9,10 +9,11 @@ from collections.abc import Mapping
 
 from azure.core.exceptions import ResourceNotFoundError
 
-from processor.trigger_subscriber import RECEIVE_SECONDS, TriggerSubscriber, subscription_specs
+from processor.subscriptions import subscription_specs
 from shared.bus.ports import BusMessage, SubscriptionSpec
+from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.contracts.messages import GateEvent, TriggerEvent
 from shared.listener import Backoff
-from shared.messages import GateEvent, TriggerEvent
 from tests.processor.deployment import wait_until
 
 FAST_RETRY = Backoff(min_idle=0.01, delta=0.01, max_idle=0.05)

@@ -1,7 +1,8 @@
 """Order ids stay unique when many processes, each with many threads, share one counter blob.
 
 Each process is a fresh interpreter (``spawn``, like separate controller instances) with one
-:class:`~shared.ids.OrderIdAllocator` shared by its threads; all of them start drawing at the
+:class:`~shared.coordination.ids.OrderIdAllocator` shared by its threads; all of them start drawing
+at the
 same moment (a barrier) and write what they drew to a file. The parent then checks that no id
 was handed out twice, and prints how many optimistic writes lost a race (412s / 409s).
 
@@ -22,7 +23,7 @@ from typing import Any, TypeAlias
 
 import pytest
 
-from shared.ids import OrderIdAllocator
+from shared.coordination.ids import OrderIdAllocator
 from shared.storage.ports import BlobContainer, StorageAccount
 from tests.support.azurite import AzuriteInfo
 from tests.support.names import unique_name

@@ -26,7 +26,7 @@ from shared.bus.servicebus.entities import EntityManager
 TOPIC = "triggers"
 INSTANCE = SubscriptionSpec(
     "proc-1",
-    filters=({"Priority": "high"}, {"Priority": "low"}, {"Kind": "gate"}),
+    rules=({"Priority": "high"}, {"Priority": "low"}, {"Kind": "gate"}),
     auto_delete_idle_seconds=60,
 )
 
@@ -87,7 +87,7 @@ def test_rules_that_already_say_the_same_are_left_alone() -> None:
     manager(admin).ensure_subscription(INSTANCE)
     admin.changes.clear()
     same_in_another_order = SubscriptionSpec(
-        "proc-1", filters=tuple(reversed(INSTANCE.rules)), auto_delete_idle_seconds=60
+        "proc-1", rules=tuple(reversed(INSTANCE.rules)), auto_delete_idle_seconds=60
     )
 
     manager(admin).ensure_subscription(same_in_another_order)

@@ -58,14 +58,14 @@ class BusTarget:
     ) -> Subscription:
         if self.broker is not None:
             self.broker.add_subscription(self.topic, name, filter)
-            return bus.subscribe(SubscriptionSpec(name, dict(filter or {})))
+            return bus.subscribe(SubscriptionSpec(name, (dict(filter or {}),)))
         if self.emulator:  # fixed names from the emulator's Config.json; start them empty
-            subscription = bus.subscribe(SubscriptionSpec(name, dict(filter or {})))
+            subscription = bus.subscribe(SubscriptionSpec(name, (dict(filter or {}),)))
             while subscription.receive(timeout=0.5):
                 pass
             return subscription
         unique = f"{name}-{self._run}"  # a fresh subscription per run, gone 5 minutes after
-        return bus.subscribe(SubscriptionSpec(unique, dict(filter or {}), 300))
+        return bus.subscribe(SubscriptionSpec(unique, (dict(filter or {}),), 300))
 
     def close(self) -> None:
         for bus in self._buses:

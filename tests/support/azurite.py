@@ -1,6 +1,6 @@
 """Azurite for the test suite: the session fixture ``azurite`` yields an :class:`AzuriteInfo`.
 
-The launcher lives in :mod:`shared.devtools.azurite` (the demo uses it too). Without Node the
+The launcher lives in :mod:`billing.devtools.azurite` (the demo uses it too). Without Node the
 Azurite tests are skipped with a message that says so, except under CI (``CI`` set), where
 they fail: CI must prove both backends.
 """
@@ -13,7 +13,7 @@ from typing import NoReturn
 
 import pytest
 
-from shared.devtools.azurite import (
+from billing.devtools.azurite import (
     AzuriteInfo,
     AzuriteServer,
     AzuriteUnavailableError,

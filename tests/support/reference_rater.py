@@ -1,9 +1,9 @@
-"""The tests' independent reference rater: design §6 applied literally to the pricebook JSON.
+"""The tests' independent reference rater: the rating rules applied literally to the pricebook JSON.
 
 Every test that checks an amount the system computed (a result blob, a warehouse row, an
 invoice) compares it with this module, so it deliberately shares nothing with production
 code: no ``processor.rating``, no pricebook model, no ``Decimal`` context, no currency
-table from ``shared.money``. It reads the pricebook *dictionary* (the JSON a test uploads,
+table from ``shared.domain.money``. It reads the pricebook *dictionary* (the JSON a test uploads,
 or the sample file on disk) and computes with exact fractions, rounding written out by hand:
 
     gross    = unit_price * quantity
@@ -31,7 +31,9 @@ FIGURES = ("gross", "discount", "net", "tax", "total")
 #: The figures of one invoice: its line count, quantity sum and the sums of :data:`FIGURES`.
 INVOICE_FIGURES = ("lines", "quantity", *FIGURES)
 
-SAMPLE_BOOK_PATH = Path(__file__).resolve().parents[2] / "shared" / "pricebooks" / "sample.json"
+SAMPLE_BOOK_PATH = (
+    Path(__file__).resolve().parents[2] / "shared" / "domain" / "pricebooks" / "sample.json"
+)
 #: The sample pricebook the initiator installs when none is current, read from its JSON.
 SAMPLE_BOOK: dict[str, Any] = json.loads(SAMPLE_BOOK_PATH.read_text(encoding="utf-8"))
 
@@ -41,7 +43,7 @@ _MINOR_DIGITS = {"USD": 2, "EUR": 2, "GBP": 2, "JPY": 0, "KWD": 3}
 
 
 class Line(Protocol):
-    """What the reference needs of one transaction (``shared.transactions.Transaction`` and
+    """What the reference needs of one transaction (``shared.domain.transactions.Transaction`` and
     the tests' own records both fit)."""
 
     @property
@@ -61,16 +63,13 @@ class ReferenceCharge:
 
     currency: str
     unit_price: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
+    amounts: Mapping[str, int]
+    """One value per name of :data:`FIGURES`."""
     ties: int
 
     def figures(self) -> dict[str, int]:
         """``{"gross": …, "discount": …, "net": …, "tax": …, "total": …}``"""
-        return {name: getattr(self, name) for name in FIGURES}
+        return {name: self.amounts[name] for name in FIGURES}
 
 
 def round_half_even(value: Fraction) -> int:
@@ -109,11 +108,13 @@ def reference_charge(
     return ReferenceCharge(
         currency=currency,
         unit_price=int(unit_price),
-        gross=gross,
-        discount=gross - net,
-        net=net,
-        tax=tax,
-        total=net + tax,
+        amounts={
+            "gross": gross,
+            "discount": gross - net,
+            "net": net,
+            "tax": tax,
+            "total": net + tax,
+        },
         ties=int(_is_tie(exact_discount)) + int(_is_tie(exact_tax)),
     )
 
@@ -127,5 +128,5 @@ def reference_invoices(book: Mapping[str, Any], lines: Iterable[Line]) -> dict[s
         invoice["lines"] += 1
         invoice["quantity"] += line.quantity
         for name in FIGURES:
-            invoice[name] += getattr(charge, name)
+            invoice[name] += charge.amounts[name]
     return dict(invoices)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 
 def transaction_from_row(row: Mapping[str, Any]) -> Transaction:

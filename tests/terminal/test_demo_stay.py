@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.sample_batches import write_batch_file
+from billing.sample_batches import write_batch_file
 from tests.terminal.terminal import Terminal
 
 #: The console script, as a person types it (whichever package holds the commands).

@@ -22,8 +22,8 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.demo.cluster import Cluster, free_port
-from shared.sample_batches import write_batch_file
+from billing.demo.cluster import Cluster, free_port
+from billing.sample_batches import write_batch_file
 from tests.support.deployment_settings import billing_environment, deployment_values
 from tests.terminal.terminal import Terminal
 

@@ -11,8 +11,8 @@ from datetime import datetime
 from typing import Any
 
 from initiator.intake import BatchRejected, parse_batch
-from shared.pricebook import Pricebook, load_pricebook
-from shared.transactions import Transaction
+from shared.domain.pricebook import Pricebook, load_pricebook
+from shared.domain.transactions import Transaction
 
 HEADER = "transaction_id,customer_id,sku,quantity,region,occurred_at"
 FIELDS = HEADER.split(",")

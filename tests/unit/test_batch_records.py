@@ -8,17 +8,17 @@ from pathlib import Path
 import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceModifiedError
 
-from shared.batch_records import (
+from shared.contracts.batch_records import (
     BATCH_PARTITION,
     Admission,
     BatchRecord,
     BatchRecords,
-    BatchStatus,
     admission,
 )
+from shared.contracts.batch_status import BatchStatus
+from shared.domain.transactions import ControlTotals
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import Entity
-from shared.transactions import ControlTotals
 
 NOW = datetime(2025, 3, 1, 10, 0, tzinfo=UTC)
 RECEIVING = BatchRecord(

@@ -8,7 +8,7 @@ from datetime import datetime
 
 import pytest
 
-from shared.chunk_payload import (
+from shared.contracts.chunk_payload import (
     ChunkPayloadError,
     chunk_json,
     compress_chunk_json,
@@ -16,7 +16,7 @@ from shared.chunk_payload import (
     encode_chunk,
     payload_blob_name,
 )
-from shared.transactions import Transaction
+from shared.domain.transactions import Transaction
 
 ROWS = [
     (

@@ -3,9 +3,7 @@ auto-delete on idle."""
 
 from __future__ import annotations
 
-import contextlib
 import multiprocessing
-import sqlite3
 import statistics
 import threading
 import time
@@ -55,8 +53,8 @@ def test_publish_and_subscribe_need_the_topic(tmp_path: Path) -> None:
 
 
 def test_a_subscription_gets_only_what_its_filter_matches(bus: EmbeddedTriggerBus) -> None:
-    high = bus.subscribe(SubscriptionSpec("high", HIGH))
-    both = bus.subscribe(SubscriptionSpec("high-gate", {"Priority": "high", "Kind": "gate"}))
+    high = bus.subscribe(SubscriptionSpec("high", (HIGH,)))
+    both = bus.subscribe(SubscriptionSpec("high-gate", ({"Priority": "high", "Kind": "gate"},)))
     bus.publish(b"h", {"Priority": "high", "Kind": "work"})
     bus.publish(b"n", {"Priority": "normal"})
     bus.publish(b"g", {"Priority": "high", "Kind": "gate"})
@@ -68,7 +66,7 @@ def test_a_subscription_gets_only_what_its_filter_matches(bus: EmbeddedTriggerBu
 
 def test_every_matching_subscription_gets_its_own_copy(bus: EmbeddedTriggerBus) -> None:
     everything = bus.subscribe(SubscriptionSpec("all"))
-    instances = [bus.subscribe(SubscriptionSpec(f"proc-{n}", HIGH)) for n in range(3)]
+    instances = [bus.subscribe(SubscriptionSpec(f"proc-{n}", (HIGH,))) for n in range(3)]
     bus.publish(b"wake", {"Priority": "high", "Batch": "b1"})
 
     copies = [s.receive(timeout=0) for s in [everything, *instances]]
@@ -104,40 +102,24 @@ def test_receivers_sharing_a_subscription_each_get_different_messages(
 def test_subscriptions_and_their_messages_persist_in_the_folder(tmp_path: Path) -> None:
     before = EmbeddedTriggerBus(tmp_path, TOPIC)
     before.ensure_topic()
-    before.subscribe(SubscriptionSpec("high", HIGH))
+    before.subscribe(SubscriptionSpec("high", (HIGH,)))
     before.publish(b"kept", HIGH)
     before.close()
 
     after = EmbeddedTriggerBus(tmp_path, TOPIC)
     assert after.subscription_names() == ["high"]
-    assert bodies(after.subscribe(SubscriptionSpec("high", HIGH)).receive(timeout=0)) == [b"kept"]
+    assert bodies(after.subscribe(SubscriptionSpec("high", (HIGH,))).receive(timeout=0)) == [
+        b"kept"
+    ]
     after.close()
 
 
 def test_subscribing_again_replaces_the_filter(bus: EmbeddedTriggerBus) -> None:
-    bus.subscribe(SubscriptionSpec("proc", HIGH))
-    sub = bus.subscribe(SubscriptionSpec("proc", {"Priority": "low"}))
+    bus.subscribe(SubscriptionSpec("proc", (HIGH,)))
+    sub = bus.subscribe(SubscriptionSpec("proc", ({"Priority": "low"},)))
     bus.publish(b"h", HIGH)
     bus.publish(b"l", {"Priority": "low"})
     assert bodies(sub.receive(timeout=0)) == [b"l"]
-
-
-def test_a_subscription_stored_with_one_filter_object_still_filters(tmp_path: Path) -> None:
-    # Folders written before subscriptions had several filters store one JSON object.
-    before = EmbeddedTriggerBus(tmp_path, TOPIC)
-    before.ensure_topic()
-    before.subscribe(SubscriptionSpec("high", HIGH))
-    with contextlib.closing(sqlite3.connect(tmp_path / "bus.sqlite")) as conn, conn:
-        conn.execute(
-            "UPDATE subscriptions SET filter = ? WHERE name = 'high'", ('{"Priority": "high"}',)
-        )
-    before.publish(b"h", HIGH)
-    before.publish(b"n", {"Priority": "normal"})
-    before.close()
-
-    after = EmbeddedTriggerBus(tmp_path, TOPIC)
-    assert bodies(after.subscribe(SubscriptionSpec("high", HIGH)).receive(timeout=0)) == [b"h"]
-    after.close()
 
 
 def test_receive_blocks_for_the_timeout_when_nothing_comes(bus: EmbeddedTriggerBus) -> None:
@@ -181,8 +163,8 @@ def test_limits_and_names(bus: EmbeddedTriggerBus, tmp_path: Path) -> None:
 def test_an_idle_subscription_is_deleted_at_the_next_publish(
     bus: EmbeddedTriggerBus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    dead = bus.subscribe(SubscriptionSpec("dead-instance", HIGH, auto_delete_idle_seconds=60))
-    kept = bus.subscribe(SubscriptionSpec("no-idle-limit", HIGH))
+    dead = bus.subscribe(SubscriptionSpec("dead-instance", (HIGH,), auto_delete_idle_seconds=60))
+    kept = bus.subscribe(SubscriptionSpec("no-idle-limit", (HIGH,)))
     bus.publish(b"before", HIGH)
     doorbells = bus.root / "doorbells"
     assert len(list(doorbells.iterdir())) == 2
@@ -217,7 +199,7 @@ def receive_and_report(root: str, ready: Channel, latencies: Channel) -> None:
     """Another process: block in receive, report how late each message came."""
     try:
         bus = EmbeddedTriggerBus(Path(root), TOPIC)
-        sub = bus.subscribe(SubscriptionSpec("idle-processor", HIGH))
+        sub = bus.subscribe(SubscriptionSpec("idle-processor", (HIGH,)))
         ready.put("ready")
         for _ in range(LATENCY_TRIES):
             [message] = sub.receive(timeout=10, max_messages=1)

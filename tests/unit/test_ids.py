@@ -1,4 +1,4 @@
-"""The order-id allocator (seed 002) against an in-memory blob container honouring ETags."""
+"""The order-id allocator against an in-memory blob container honouring ETags."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from shared.ids import (
+from shared.coordination.ids import (
     MAX_ORDER_ID,
     CorruptCounterError,
     IdAllocationError,

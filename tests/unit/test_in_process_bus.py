@@ -43,7 +43,7 @@ def test_publish_and_subscribe_need_the_topic() -> None:
 
 
 def test_every_pair_of_the_filter_must_match(bus: InProcessTriggerBus) -> None:
-    both = bus.subscribe(SubscriptionSpec("high-gate", {"Priority": "high", "Kind": "gate"}))
+    both = bus.subscribe(SubscriptionSpec("high-gate", ({"Priority": "high", "Kind": "gate"},)))
     bus.publish(b"work", {"Priority": "high", "Kind": "work"})
     bus.publish(b"gate", {"Priority": "high", "Kind": "gate"})
     assert bodies(both.receive(timeout=0)) == [b"gate"]
@@ -70,9 +70,9 @@ def test_receive_hands_out_in_order_and_at_most_max_messages(bus: InProcessTrigg
 def test_subscribing_again_replaces_the_filter_and_keeps_what_is_pending(
     bus: InProcessTriggerBus,
 ) -> None:
-    bus.subscribe(SubscriptionSpec("proc", HIGH))
+    bus.subscribe(SubscriptionSpec("proc", (HIGH,)))
     bus.publish(b"kept", HIGH)
-    sub = bus.subscribe(SubscriptionSpec("proc", {"Priority": "low"}))
+    sub = bus.subscribe(SubscriptionSpec("proc", ({"Priority": "low"},)))
     bus.publish(b"h", HIGH)
     bus.publish(b"l", {"Priority": "low"})
     assert bodies(sub.receive(timeout=0)) == [b"kept", b"l"]
@@ -178,9 +178,9 @@ def test_an_idle_subscription_is_deleted_after_its_limit() -> None:
     clock = FakeClock()
     bus = InProcessTriggerBus("triggers", clock=clock)
     bus.ensure_topic()
-    gone = bus.subscribe(SubscriptionSpec("proc-a", HIGH, auto_delete_idle_seconds=300))
-    alive = bus.subscribe(SubscriptionSpec("proc-b", HIGH, auto_delete_idle_seconds=300))
-    forever = bus.subscribe(SubscriptionSpec("processors-high", HIGH))
+    gone = bus.subscribe(SubscriptionSpec("proc-a", (HIGH,), auto_delete_idle_seconds=300))
+    alive = bus.subscribe(SubscriptionSpec("proc-b", (HIGH,), auto_delete_idle_seconds=300))
+    forever = bus.subscribe(SubscriptionSpec("processors-high", (HIGH,)))
     bus.publish(b"one", HIGH)
 
     clock.now += 200
@@ -194,7 +194,7 @@ def test_an_idle_subscription_is_deleted_after_its_limit() -> None:
     assert bodies(alive.receive(timeout=0)) == [b"two"]
     assert bodies(forever.receive(timeout=0)) == [b"one", b"two"]
     # the owner reopening it (as the trigger subscriber does) starts afresh
-    again = bus.subscribe(SubscriptionSpec("proc-a", HIGH, auto_delete_idle_seconds=300))
+    again = bus.subscribe(SubscriptionSpec("proc-a", (HIGH,), auto_delete_idle_seconds=300))
     bus.publish(b"three", HIGH)
     assert bodies(again.receive(timeout=0)) == [b"three"]
 
@@ -203,7 +203,7 @@ def test_a_receiver_blocked_on_a_subscription_keeps_it_alive() -> None:
     clock = FakeClock()
     bus = InProcessTriggerBus("triggers", clock=clock)
     bus.ensure_topic()
-    sub = bus.subscribe(SubscriptionSpec("proc", HIGH, auto_delete_idle_seconds=300))
+    sub = bus.subscribe(SubscriptionSpec("proc", (HIGH,), auto_delete_idle_seconds=300))
     received: list[BusMessage] = []
     waiter = threading.Thread(target=lambda: received.extend(sub.receive(timeout=30)))
     waiter.start()

@@ -19,10 +19,11 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from processor.integer_rater import IntegerRater, percent_ratio, round_half_even_share
-from processor.rating import Rater, subtotals
-from shared.money import EXACT, format_minor_units, format_plain_decimal, minor_exponent
-from shared.pricebook import Pricebook, load_pricebook, sample_pricebook
-from shared.transactions import Transaction
+from processor.rating import Rater
+from shared.domain.charges import subtotals
+from shared.domain.money import EXACT, format_minor_units, format_plain_decimal, minor_exponent
+from shared.domain.pricebook import Pricebook, load_pricebook, sample_pricebook
+from shared.domain.transactions import Transaction
 from tests.unit.test_rating import USD_BOOK
 
 MAX_QUANTITY = 1_000_000
@@ -94,7 +95,7 @@ def when(transaction: Transaction) -> str:
 
 
 def payload_rows(transactions: list[Transaction]) -> list[list[Any]]:
-    """The rows a chunk payload decodes to (``shared.chunk_payload.COLUMNS``)."""
+    """The rows a chunk payload decodes to (``shared.contracts.chunk_payload.COLUMNS``)."""
     return [
         [
             line,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from shared.pricebook import (
+from shared.domain.pricebook import (
     Pricebook,
     PricebookError,
     RegionTax,

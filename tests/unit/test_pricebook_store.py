@@ -7,8 +7,13 @@ from collections.abc import Mapping
 
 import pytest
 
-from shared.pricebook import PricebookError, sample_pricebook
-from shared.pricebook_store import CURRENT_BLOB, NoPricebookError, PricebookStore, version_blob
+from shared.domain.pricebook import PricebookError, sample_pricebook
+from shared.domain.pricebook_store import (
+    CURRENT_BLOB,
+    NoPricebookError,
+    PricebookStore,
+    version_blob,
+)
 from shared.storage.ports import BlobProperties
 from tests.support.memory_blobs import MemoryBlobContainer
 

@@ -8,7 +8,7 @@ import pytest
 
 from initiator.acceptance import chunks_of
 from initiator.publishing.work_items import round_robin
-from shared.messages import WorkItem
+from shared.contracts.messages import WorkItem
 
 
 def _items(count: int) -> list[WorkItem]:

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
-from processor.rating import CustomerSubtotal, RatedCharge, Rater, rate, rater_for, subtotals
-from shared.pricebook import Pricebook, load_pricebook, sample_pricebook
-from shared.transactions import Transaction
+from processor.rating import Rater, rate, rater_for
+from shared.domain.charges import CustomerSubtotal, RatedCharge, subtotals
+from shared.domain.pricebook import Pricebook, load_pricebook, sample_pricebook
+from shared.domain.transactions import Transaction
 
 USD_BOOK: dict[str, Any] = {
     "currency": "USD",

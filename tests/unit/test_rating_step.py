@@ -7,11 +7,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from processor.rating_step import BatchNotYetAcceptedError, BatchState, RatingStep
-from shared.chunk_payload import encode_chunk, payload_blob_name
-from shared.messages import ChunkResult, WorkItem
-from shared.pricebook import Pricebook, sample_pricebook
-from shared.transactions import Transaction
+from processor.rating_step import BatchNotYetAcceptedError, RatingStep
+from shared.contracts.batch_records import BatchState
+from shared.contracts.chunk_payload import encode_chunk, payload_blob_name
+from shared.contracts.messages import ChunkResult, WorkItem
+from shared.domain.pricebook import Pricebook, sample_pricebook
+from shared.domain.transactions import Transaction
 from tests.support.memory_blobs import MemoryBlobContainer
 from tests.support.memory_queue import MemoryQueue
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from shared.transactions import (
+from shared.domain.transactions import (
     ControlTotals,
     ControlTotalsBuilder,
     Transaction,

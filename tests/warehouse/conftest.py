@@ -18,7 +18,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
-from controller.warehouse import Batch, make_engine, upgrade
+from shared.warehouse import Batch, make_engine, upgrade
 
 POSTGRES_URL_VARIABLE = "BILLING_TEST_POSTGRES_URL"
 #: One prefix per test session, so leftovers of an aborted run are easy to spot and drop.

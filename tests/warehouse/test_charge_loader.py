@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from sqlalchemy import Engine, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
-from controller.warehouse import Charge, make_engine, upgrade
-from controller.warehouse.charge_loader import COLUMNS, _sqlite_utc_text, load_charges
+from controller.charge_loader import COLUMNS, _sqlite_utc_text, load_charges
+from shared.warehouse import Charge, make_engine, upgrade
 from tests.warehouse.conftest import add_batch
 
 #: Spellings the batch file accepts: Z or an offset, no fraction or 1 to 6 digits; offsets

@@ -15,8 +15,8 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, inspect, select, update
 from sqlalchemy.exc import StatementError
 
-from controller.warehouse import Base, Batch, make_engine, upgrade
-from controller.warehouse.migrate import alembic_config, current_revision, head_revision
+from shared.warehouse import Base, Batch, make_engine, upgrade
+from shared.warehouse.migrate import alembic_config, current_revision, head_revision
 from tests.warehouse.conftest import add_batch
 
 TABLES = {"batches", "charges", "invoices", "applied_chunks"}

@@ -6,7 +6,6 @@ import itertools
 import threading
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -14,44 +13,16 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from controller.reducer import INVOICE_SUMS, IdSource, apply_chunk, is_applied
-from controller.warehouse import AppliedChunk, Charge, Invoice
+from controller.reducer import IdSource, apply_chunk, is_applied
+from shared.contracts.chunk_result import ChargeRow
+from shared.domain.charges import INVOICE_SUMS, CustomerSubtotal, RatedCharge
+from shared.warehouse import AppliedChunk, Charge, Invoice
 from tests.warehouse.conftest import add_batch
 
 CUSTOMERS = ("acme", "globex", "initech")
 
 
-@dataclass(frozen=True)
-class Rated:
-    """Stands in for processor.rating.RatedCharge plus occurred_at."""
-
-    transaction_id: str
-    customer_id: str
-    sku: str
-    region: str
-    quantity: int
-    occurred_at: datetime
-    unit_price: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
-
-
-@dataclass(frozen=True)
-class Subtotal:
-    customer_id: str
-    lines: int
-    quantity: int
-    gross: int
-    discount: int
-    net: int
-    tax: int
-    total: int
-
-
-def rated_chunk(chunk: int, size: int = 50) -> list[Rated]:
+def rated_chunk(chunk: int, size: int = 50) -> list[ChargeRow]:
     charges = []
     for n in range(size):
         quantity = 1 + (chunk * 7 + n) % 13
@@ -61,31 +32,34 @@ def rated_chunk(chunk: int, size: int = 50) -> list[Rated]:
         net = gross - discount
         tax = net // 5
         charges.append(
-            Rated(
-                transaction_id=f"t{chunk}-{n}",
-                customer_id=CUSTOMERS[(chunk + n) % len(CUSTOMERS)],
-                sku=f"SKU-{n % 4}",
-                region="EU",
-                quantity=quantity,
+            ChargeRow(
+                line=n + 2,
                 occurred_at=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(minutes=n),
-                unit_price=unit_price,
-                gross=gross,
-                discount=discount,
-                net=net,
-                tax=tax,
-                total=net + tax,
+                charge=RatedCharge(
+                    transaction_id=f"t{chunk}-{n}",
+                    customer_id=CUSTOMERS[(chunk + n) % len(CUSTOMERS)],
+                    sku=f"SKU-{n % 4}",
+                    region="EU",
+                    quantity=quantity,
+                    unit_price=unit_price,
+                    gross=gross,
+                    discount=discount,
+                    net=net,
+                    tax=tax,
+                    total=net + tax,
+                ),
             )
         )
     return charges
 
 
-def subtotals_of(charges: Sequence[Rated]) -> list[Subtotal]:
+def subtotals_of(rows: Sequence[ChargeRow]) -> list[CustomerSubtotal]:
     sums: dict[str, list[int]] = defaultdict(lambda: [0] * len(INVOICE_SUMS))
-    for charge in charges:
+    for charge in (row.charge for row in rows):
         figures = (1, charge.quantity, charge.gross, charge.discount, charge.net, charge.tax)
         for i, value in enumerate((*figures, charge.total)):
             sums[charge.customer_id][i] += value
-    return [Subtotal(customer, *values) for customer, values in sums.items()]
+    return [CustomerSubtotal(customer, *values) for customer, values in sums.items()]
 
 
 class CountingIds:
@@ -165,10 +139,10 @@ def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -
     assert [c.order_id for c in stored] == list(range(1, 51))
     first, expected = stored[0], rated_chunk(0)[0]
     assert (first.transaction_id, first.customer_id, first.quantity, first.total) == (
-        expected.transaction_id,
-        expected.customer_id,
-        expected.quantity,
-        expected.total,
+        expected.charge.transaction_id,
+        expected.charge.customer_id,
+        expected.charge.quantity,
+        expected.charge.total,
     )
     assert first.occurred_at == expected.occurred_at
     assert first.currency == "EUR"

@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy import Engine, select
 
 from controller.reducer import apply_rows
-from controller.warehouse import Charge
 from processor.integer_rater import IntegerRater
-from shared.chunk_payload import ChunkPayloadError, decode_chunk_rows, encode_chunk
-from shared.pricebook import sample_pricebook
-from shared.transactions import Transaction
+from shared.contracts.chunk_payload import ChunkPayloadError, decode_chunk_rows, encode_chunk
+from shared.domain.pricebook import sample_pricebook
+from shared.domain.transactions import Transaction
+from shared.warehouse import Charge
 from tests.warehouse.conftest import add_batch
 
 SPELLINGS = (

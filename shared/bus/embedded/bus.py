@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS topics (name TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS subscriptions (
     topic TEXT NOT NULL,
     name TEXT NOT NULL,
-    filter TEXT NOT NULL, -- JSON: a list of correlation filters (before: one object)
+    filter TEXT NOT NULL, -- JSON: the list of correlation filters (SubscriptionSpec.rules)
     idle_seconds REAL,
     last_active REAL NOT NULL,
     PRIMARY KEY (topic, name)
@@ -164,7 +164,5 @@ class EmbeddedTriggerBus:
 
 
 def _stored_spec(name: str, filter_json: str) -> SubscriptionSpec:
-    """A subscription's filters as stored: a list, or one object (folders from before)."""
-    stored = json.loads(filter_json)
-    rules = [stored] if isinstance(stored, dict) else stored
-    return SubscriptionSpec(name, filters=tuple(rules))
+    """A subscription as stored: its name and its JSON list of rules."""
+    return SubscriptionSpec(name, rules=tuple(json.loads(filter_json)))

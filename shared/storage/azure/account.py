@@ -1,6 +1,6 @@
 """The storage account: one service client per service, handing out queues, containers, tables.
 
-Two ways in, as design §5 says: a connection string (Azurite's ``UseDevelopmentStorage=true``
+Two ways in: a connection string (Azurite's ``UseDevelopmentStorage=true``
 or an explicit one with custom ports) or an account URL with ``DefaultAzureCredential``.
 The clients a service client hands out share its pipeline, so retry and metering are set
 once, here.

@@ -1,4 +1,4 @@
-"""A blob container through azure-storage-blob, with ETag conditions (seed 002).
+"""A blob container through azure-storage-blob, with ETag conditions.
 
 The SDK turns a failed condition into the azure-core exception the port promises:
 ``If-Match`` → 412 → ``ResourceModifiedError``; ``If-None-Match: *`` → 409

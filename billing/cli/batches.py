@@ -1,0 +1,188 @@
+"""Batch and pricebook commands: ``billing generate``, ``submit``, ``pricebook upload|show``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import typer
+from rich.console import Console
+
+from billing.cli.progress import counted, follow_batch, upload_progress
+from billing.sample_batches import BatchFileFormat, write_batch_file
+from shared.domain.pricebook import PricebookError
+from shared.domain.pricebook_store import NoPricebookError, PricebookStore
+from shared.domain.priority import PRIORITIES
+from shared.settings import Settings
+from shared.storage import open_storage
+
+UPLOAD_BLOCK_BYTES = 1024 * 1024
+_CONTENT_TYPES = {
+    ".csv": "text/csv",
+    ".jsonl": "application/x-ndjson",
+    ".ndjson": "application/x-ndjson",
+}
+
+pricebook_app = typer.Typer(help="Upload or show the pricebook new batches are rated with.")
+
+
+def generate(
+    transactions: int = typer.Option(..., "--transactions", "-n", min=1, help="Lines to write."),
+    out: Path = typer.Option(..., "--out", "-o", help="File to write.", dir_okay=False),
+    customers: int = typer.Option(1000, min=1, help="Distinct customers."),
+    seed: int = typer.Option(0, help="Same seed, same file."),
+    file_format: str = typer.Option("csv", "--format", help="csv or jsonl."),
+    gzip: bool = typer.Option(False, "--gzip", help="Compress the file with gzip."),
+) -> None:
+    """Write a realistic batch file consistent with the sample pricebook."""
+    if file_format not in ("csv", "jsonl"):
+        raise typer.BadParameter("use csv or jsonl", param_hint="--format")
+    chosen: BatchFileFormat = "csv" if file_format == "csv" else "jsonl"
+    size = write_batch_file(
+        out, transactions, customers=customers, seed=seed, file_format=chosen, gzip=gzip
+    )
+    typer.echo(f"wrote {transactions:,} transactions ({size:,} bytes) to {out}")
+
+
+def submit(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The batch file."),
+    priority: str = typer.Option("normal", help="high, normal or low."),
+    url: str | None = typer.Option(None, help="The initiator (default http://HOST:PORT)."),
+    api_key: str | None = typer.Option(
+        None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
+    ),
+    idempotency_key: str | None = typer.Option(None, help="Send this Idempotency-Key."),
+    wait: bool = typer.Option(
+        False,
+        "--wait",
+        help="Show the upload and the processing with progress bars, then the reconciliation; "
+        "exit 1 unless the batch completes reconciled.",
+    ),
+) -> None:
+    """Stream a batch file to the initiator and print the batch id."""
+    if priority not in PRIORITIES:
+        raise typer.BadParameter(f"use one of {', '.join(PRIORITIES)}", param_hint="--priority")
+    settings = Settings()
+    base_url = url or f"http://{settings.host}:{settings.port}"
+    key = api_key or (settings.api_keys[0].get_secret_value() if settings.api_keys else None)
+    headers = _content_headers(file)  # the upload's own; the key goes on every request
+    size = file.stat().st_size
+    headers["Content-Length"] = str(size)
+    auth = {"Authorization": f"Bearer {key}"} if key else {}
+    if idempotency_key:
+        headers["Idempotency-Key"] = idempotency_key
+    console = Console(stderr=True)
+    with httpx.Client(
+        base_url=base_url, headers=auth, timeout=httpx.Timeout(30.0, read=None)
+    ) as client:
+        if wait:
+            with upload_progress(console) as bar:
+                response = _post(client, priority, counted(_blocks(file), bar, size), headers)
+        else:
+            response = _post(client, priority, _blocks(file), headers)
+        body = _json(response)
+        if response.status_code not in (200, 202):
+            _print_rejection(response.status_code, body)
+            raise typer.Exit(1)
+        typer.echo(body["batch_id"])
+        typer.echo(
+            f"{body['transactions']:,} transactions in {body['chunks']} chunks, "
+            f"{body['priority']} priority; status: {body['status_url']}",
+            err=True,
+        )
+        if not wait:
+            return
+        final = follow_batch(client, body["batch_id"], console)
+    if final["status"] != "completed" or final.get("reconciled") is not True:
+        raise typer.Exit(1)
+
+
+def _post(
+    client: httpx.Client, priority: str, content: Iterator[bytes], headers: dict[str, str]
+) -> httpx.Response:
+    return client.post("/batches", params={"priority": priority}, content=content, headers=headers)
+
+
+@pricebook_app.command("upload")
+def pricebook_upload(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The pricebook JSON."),
+) -> None:
+    """Validate a pricebook and make it current for new batches."""
+    settings = Settings()
+    storage = open_storage(settings)
+    try:
+        container = storage.container(settings.control_container)
+        container.create()  # idempotent: the CLI may run before any role has started
+        version = PricebookStore(container).upload(file.read_bytes())
+    except PricebookError as error:
+        typer.echo(f"{file} is not a valid pricebook:", err=True)
+        for problem in error.problems:
+            typer.echo(f"  {problem}", err=True)
+        raise typer.Exit(1) from None
+    finally:
+        storage.close()
+    typer.echo(f"pricebook {version} is now current")
+
+
+@pricebook_app.command("show")
+def pricebook_show() -> None:
+    """Print the current pricebook (canonical JSON) and its version."""
+    settings = Settings()
+    storage = open_storage(settings)
+    try:
+        version, book = PricebookStore(storage.container(settings.control_container)).current()
+    except NoPricebookError as error:
+        typer.echo(str(error), err=True)
+        raise typer.Exit(1) from None
+    finally:
+        storage.close()
+    typer.echo(f"version {version}", err=True)
+    typer.echo(json.dumps(book.canonical(), indent=2))
+
+
+def _content_headers(file: Path) -> dict[str, str]:
+    """Content-Type from the extension; ``.gz`` adds ``Content-Encoding: gzip``."""
+    suffixes = [suffix.lower() for suffix in file.suffixes]
+    gzipped = bool(suffixes) and suffixes[-1] == ".gz"
+    inner = suffixes[-2] if gzipped and len(suffixes) > 1 else (suffixes[-1] if suffixes else "")
+    headers = {"Content-Type": _CONTENT_TYPES.get(inner, "application/octet-stream")}
+    if gzipped:
+        headers["Content-Encoding"] = "gzip"
+    return headers
+
+
+def _blocks(file: Path) -> Iterator[bytes]:
+    with file.open("rb") as source:
+        while block := source.read(UPLOAD_BLOCK_BYTES):
+            yield block
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {"title": response.text or response.reason_phrase}
+    return body if isinstance(body, dict) else {"title": str(body)}
+
+
+def _print_rejection(status: int, body: dict[str, Any]) -> None:
+    echo = sys.stderr.write
+    echo(f"rejected ({status}): {body.get('title') or body.get('detail')}\n")
+    if body.get("detail") and body.get("title"):
+        echo(f"  {body['detail']}\n")
+    for problem in body.get("problems", []):
+        where = f"line {problem['line']}" if problem.get("line") else "body"
+        field = f" [{problem['field']}]" if problem.get("field") else ""
+        echo(f"  {where}{field}: {problem['reason']}\n")
+    if body.get("problems_truncated"):
+        echo("  … more problems not shown\n")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(generate)
+    app.command()(submit)
+    app.add_typer(pricebook_app, name="pricebook")

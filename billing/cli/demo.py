@@ -1,0 +1,115 @@
+"""``billing demo``: the whole pipeline locally, with a report worth reading."""
+
+from __future__ import annotations
+
+import os
+import threading
+from functools import partial
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.status import Status
+from rich.table import Table
+
+from billing.demo.scenario import Backend, DemoResult, run_demo
+from shared import meter
+from shared.domain.money import format_minor_units, minor_exponent
+
+console = Console()
+
+
+def demo(
+    transactions: int = typer.Option(100_000, min=1, help="Transactions in the demo batch."),
+    processes: int = typer.Option(
+        os.cpu_count() or 1, min=1, help="Processor processes (default: one per core)."
+    ),
+    backend: str = typer.Option("embedded", help="embedded (no server) or azurite (needs Node)."),
+    keep: Path | None = typer.Option(
+        None, help="Keep data and role logs in this folder instead of a temporary one."
+    ),
+    stay: bool = typer.Option(
+        False,
+        "--stay",
+        help="After the batch, keep the roles running until Ctrl-C: submit more batches "
+        "(billing submit --wait), watch them with billing top or the dashboard.",
+    ),
+) -> None:
+    """Run initiator, processors and controller as processes and push one batch through."""
+    if backend not in ("embedded", "azurite"):
+        raise typer.BadParameter("use embedded or azurite", param_hint="--backend")
+    chosen: Backend = "embedded" if backend == "embedded" else "azurite"
+    console.print(
+        f"[bold]billing demo[/]: {transactions:,} transactions, {processes} processor "
+        f"process(es), {chosen} backend"
+    )
+    status = console.status("running the pipeline…")
+    with status:
+        result = run_demo(
+            transactions=transactions,
+            processes=processes,
+            backend=chosen,
+            keep=keep,
+            on_ready=_tell_how_to_watch,
+            linger=partial(_stay_until_interrupted, status) if stay else None,
+        )
+    _report(result)
+    if not result.reconciled:
+        raise typer.Exit(1)
+
+
+def _tell_how_to_watch(base_url: str, api_key: str) -> None:
+    """The demo's initiator listens on a free port with a fresh key: say which."""
+    console.print(f"the initiator answers at {base_url} (API key [bold]{api_key}[/]); watch with")
+    console.print(f"  billing top --url {base_url} --api-key {api_key}")
+    console.print(f"  or open {base_url}/ in a browser")
+
+
+def _stay_until_interrupted(status: Status) -> None:
+    status.stop()
+    console.print("the batch is done; the roles keep running: Ctrl-C stops them and reports")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        console.print("stopping the roles…")
+
+
+def _report(result: DemoResult) -> None:
+    status = result.status
+    console.print(f"batch [cyan]{result.batch_id}[/] is [bold]{status['status']}[/]")
+    totals = Table(title="Reconciliation: intake control totals vs the warehouse")
+    totals.add_column("figure")
+    totals.add_column("control", justify="right")
+    totals.add_column("warehouse", justify="right")
+    control = status.get("control_totals") or {}
+    warehouse = status.get("warehouse_totals") or {}
+    for name in ("transactions", "quantity", "id_checksum"):
+        totals.add_row(name, str(control.get(name)), str(warehouse.get(name)))
+    console.print(totals)
+    verdict = "[green]reconciled[/]" if result.reconciled else "[red]NOT reconciled[/]"
+    console.print(f"result: {verdict}")
+
+    page = result.invoices
+    invoices = Table(title=f"Top invoices (of {page['total_invoices']:,})")
+    for column in ("customer_id", "lines", "net", "tax", "total"):
+        invoices.add_column(column, justify="left" if column == "customer_id" else "right")
+    for invoice in page["invoices"]:
+        exponent = minor_exponent(invoice["currency"])
+        invoices.add_row(
+            invoice["customer_id"],
+            f"{invoice['lines']:,}",
+            *(format_minor_units(invoice[k], exponent) for k in ("net", "tax", "total")),
+        )
+    console.print(invoices)
+
+    requests = result.storage_requests
+    per_thousand = meter.total(requests) * 1000 / result.transactions
+    console.print(
+        f"end to end: {result.seconds:.1f} s, [bold]{result.throughput:,.0f}[/] transactions/s; "
+        f"storage requests: {meter.total(requests):,} ({per_thousand:.1f} per 1,000 transactions)"
+    )
+    console.print("  " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(requests.items())))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(demo)

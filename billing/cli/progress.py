@@ -1,0 +1,118 @@
+"""``billing submit FILE --wait``: an upload bar, a processing bar, then the reconciliation.
+
+The upload bar counts the bytes as httpx pulls them from the file (what has left for the
+initiator). The processing bar polls ``GET /batches/{id}`` every second: chunks settled
+(applied or failed) of the total, and the transactions applied per second so far. At the
+end the batch's status table (control vs warehouse totals, reconciled) and its end-to-end
+throughput are printed. Bars go to stderr, so stdout keeps only the batch id for scripts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import Any
+
+import httpx
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+
+from billing.cli.reports import status_table
+from shared.contracts.batch_status import FINAL_STATUSES
+
+POLL_SECONDS = 1.0
+
+
+def upload_progress(console: Console) -> Progress:
+    return Progress(
+        TextColumn("upload    "),
+        BarColumn(),
+        TaskProgressColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+        console=console,
+    )
+
+
+def counted(blocks: Iterable[bytes], progress: Progress, total: int) -> Iterator[bytes]:
+    """The blocks, advancing an upload bar of ``total`` bytes as each one is taken."""
+    task = progress.add_task("upload", total=total)
+    for block in blocks:
+        yield block
+        progress.advance(task, len(block))
+
+
+def follow_batch(client: httpx.Client, batch_id: str, console: Console) -> dict[str, Any]:
+    """Show the processing bar until the batch completes or fails; returns its last status."""
+    columns = (
+        TextColumn("processing"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("chunks · [bold]{task.fields[rate]}[/] tx/s · {task.fields[state]}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console) as progress:
+        body = _status(client, batch_id)
+        task = progress.add_task(
+            "processing", total=body["chunks"]["total"], rate="—", state=body["status"]
+        )
+        while True:
+            chunks = body["chunks"]
+            progress.update(
+                task,
+                completed=chunks["applied"] + chunks["failed"],
+                rate=_rate(body),
+                state=_state(body),
+            )
+            if body["status"] in FINAL_STATUSES:
+                break
+            time.sleep(POLL_SECONDS)
+            body = _status(client, batch_id)
+    console.print(status_table(body))
+    throughput = body["timings"].get("throughput")
+    if throughput is not None:
+        seconds = body["timings"]["end_to_end_seconds"]
+        console.print(
+            f"throughput: [bold]{throughput:,.0f}[/] transactions/s end to end "
+            f"({body['transactions']:,} in {seconds:.1f} s)"
+        )
+    return body
+
+
+def _status(client: httpx.Client, batch_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = client.get(f"/batches/{batch_id}").raise_for_status().json()
+    return body
+
+
+def _rate(body: dict[str, Any]) -> str:
+    """Transactions applied per second since the batch was received (chunks x mean size)."""
+    chunks = body["chunks"]
+    throughput = body["timings"].get("throughput")
+    if throughput is not None:
+        return f"{throughput:,.0f}"
+    received = body["timings"]["received_at"]
+    elapsed = time.time() - _epoch(received)
+    if not chunks["total"] or elapsed <= 0:
+        return "—"
+    applied = body["transactions"] * chunks["applied"] / chunks["total"]
+    return f"{applied / elapsed:,.0f}"
+
+
+def _state(body: dict[str, Any]) -> str:
+    failed = body["chunks"]["failed"]
+    return f"{body['status']}, {failed} failed" if failed else str(body["status"])
+
+
+def _epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp).timestamp()

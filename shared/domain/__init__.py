@@ -1,0 +1,1 @@
+"""The billing domain: money, the pricebook, transactions, the rated charge."""

@@ -1,1 +1,0 @@
-"""Pricebook documents shipped with the project (data only; loaded by ``shared.pricebook``)."""

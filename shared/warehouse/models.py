@@ -1,0 +1,131 @@
+"""The warehouse tables: batches, charges, invoices and the applied-chunk marks.
+
+Every amount is an integer of the currency's minor unit (``BIGINT``), never a float or a
+decimal: the processors rate in integers and the warehouse only ever adds them. The schema
+itself is created by the Alembic migrations in ``migrations/``; these models describe it for
+queries, and a test checks that the two agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from shared.contracts.batch_status import WAREHOUSE_STATUSES, BatchStatus
+from shared.warehouse.types import UInt64, UtcDateTime
+
+#: Batch, transaction, customer, SKU and region ids are 1-64 characters.
+ID_LENGTH = 64
+BATCH_STATUSES = tuple(status.value for status in WAREHOUSE_STATUSES)
+
+
+class Base(DeclarativeBase):
+    # Named constraints, so that a later migration can drop or alter them by name on
+    # every dialect (SQLite and PostgreSQL would otherwise invent different names).
+    metadata = MetaData(
+        naming_convention={
+            "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+            "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+            "ck": "ck_%(table_name)s_%(constraint_name)s",
+            "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+            "pk": "pk_%(table_name)s",
+        }
+    )
+
+
+class Amounts:
+    """The amounts a charge carries and an invoice sums, in minor units of the currency."""
+
+    gross: Mapped[int] = mapped_column(BigInteger)
+    discount: Mapped[int] = mapped_column(BigInteger)
+    net: Mapped[int] = mapped_column(BigInteger)
+    tax: Mapped[int] = mapped_column(BigInteger)
+    total: Mapped[int] = mapped_column(BigInteger)
+
+
+class Batch(Base):
+    """One accepted batch: what intake counted (control totals) and what the warehouse holds."""
+
+    __tablename__ = "batches"
+    __table_args__ = (
+        CheckConstraint(f"status IN {BATCH_STATUSES!r}", name="status"),
+        CheckConstraint("priority IN ('high', 'normal', 'low')", name="priority"),
+    )
+
+    batch_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    priority: Mapped[str] = mapped_column(String(8))
+    transactions: Mapped[int] = mapped_column(BigInteger)
+    chunks: Mapped[int] = mapped_column(Integer)
+    pricebook_version: Mapped[str] = mapped_column(String(ID_LENGTH))
+    status: Mapped[str] = mapped_column(String(16), default=BatchStatus.ACCEPTED.value)
+    accepted_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    completed_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    # Taken at intake (shared.domain.transactions.ControlTotals) ...
+    control_transactions: Mapped[int] = mapped_column(BigInteger)
+    control_quantity: Mapped[int] = mapped_column(BigInteger)
+    control_id_checksum: Mapped[int] = mapped_column(UInt64)
+    # ... and computed from the charges at completion; null until then.
+    warehouse_transactions: Mapped[int | None] = mapped_column(BigInteger)
+    warehouse_quantity: Mapped[int | None] = mapped_column(BigInteger)
+    warehouse_id_checksum: Mapped[int | None] = mapped_column(UInt64)
+    #: null until the batch completes; then whether warehouse and control totals agree.
+    reconciled: Mapped[bool | None]
+
+
+class Charge(Amounts, Base):
+    """One rated transaction. ``order_id`` comes from the blob-range allocator."""
+
+    __tablename__ = "charges"
+    __table_args__ = (
+        # The exactly-once backstop: even a bug in the applied marks cannot land a
+        # transaction of a batch twice.
+        UniqueConstraint("batch_id", "transaction_id"),
+        Index(None, "batch_id", "customer_id"),
+    )
+
+    order_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.batch_id"))
+    chunk: Mapped[int] = mapped_column(Integer)
+    transaction_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    customer_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    sku: Mapped[str] = mapped_column(String(ID_LENGTH))
+    region: Mapped[str] = mapped_column(String(ID_LENGTH))
+    quantity: Mapped[int] = mapped_column(Integer)
+    occurred_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    currency: Mapped[str] = mapped_column(String(3))
+    unit_price: Mapped[int] = mapped_column(BigInteger)
+
+
+class Invoice(Amounts, Base):
+    """One customer's totals in one batch: the running sum of its chunks' subtotals."""
+
+    __tablename__ = "invoices"
+
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.batch_id"), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(ID_LENGTH), primary_key=True)
+    currency: Mapped[str] = mapped_column(String(3))
+    lines: Mapped[int] = mapped_column(BigInteger)
+    quantity: Mapped[int] = mapped_column(BigInteger)
+
+
+class AppliedChunk(Base):
+    """The mark that a chunk's result is in the warehouse; its key makes the apply once-only."""
+
+    __tablename__ = "applied_chunks"
+
+    batch_id: Mapped[str] = mapped_column(ForeignKey("batches.batch_id"), primary_key=True)
+    chunk: Mapped[int] = mapped_column(Integer, primary_key=True)
+    applied_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    transactions: Mapped[int] = mapped_column(Integer)
+    processor: Mapped[str] = mapped_column(String(128))
