@@ -9,10 +9,15 @@ totals included), the processors' rater
 as the initiator cuts them) into a fresh SQLite warehouse — and skips only what
 distribution adds: payload and result blobs, queues, the trigger, the blob-backed order-id
 allocator (ids come from a counter in memory).
+
+:func:`run_lean_loop` is the other yardstick: the same charges stored by the leanest loop
+(``csv.reader``, the integer rater, the bulk loader), what the file costs Python at all.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import time
 from dataclasses import dataclass
@@ -21,6 +26,7 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert, update
 
+from controller.charge_loader import load_charges
 from controller.reducer import apply_rows
 from initiator.acceptance import growing_chunks
 from initiator.intake import parse_batch
@@ -161,3 +167,40 @@ def _close_batch(engine: Engine, totals: ControlTotalsBuilder) -> None:
                 completed_at=datetime.now(UTC),
             )
         )
+
+
+def run_lean_loop(data: bytes, warehouse: Path, *, rows_per_transaction: int = 2000) -> float:
+    """Seconds for the leanest loop that stores the same charges: ``csv.reader``, the integer
+    rater, the bulk loader, one SQLite transaction per ``rows_per_transaction`` rows.
+
+    The yardstick of what Python does with this file at all: no validation, no duplicate
+    check, no control totals, no invoices. The warehouse has the production schema (the
+    same two unique keys and indexes), so the insert costs what the pipeline's does.
+    """
+    url = f"sqlite:///{warehouse}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        book = sample_pricebook()
+        _insert_batch_row(engine, book.version_hash())
+        rater, currency = IntegerRater(book), book.currency
+        started = time.perf_counter()
+        reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+        next(reader)  # the header
+        order_id = itertools.count(1)
+        for chunk in itertools.count():
+            lines = list(itertools.islice(reader, rows_per_transaction))
+            if not lines:
+                break
+            rated, _ = rater.rate_rows(
+                [line, tx_id, customer, sku, int(quantity), region, at]
+                for line, (tx_id, customer, sku, quantity, region, at) in enumerate(lines)
+            )
+            with engine.begin() as connection:
+                load_charges(
+                    connection,
+                    [(next(order_id), BATCH_ID, chunk, currency, *row[1:]) for row in rated],
+                )
+        return time.perf_counter() - started
+    finally:
+        engine.dispose()
