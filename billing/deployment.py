@@ -91,6 +91,7 @@ class Deployment(Closing):
         connections = None if self._own_connections else (self.storage, self.bus)
         return InitiatorServer(
             create_app(self.settings, connections=connections),
+            self.settings,
             host=host,
             port=port,
             grace_seconds=grace_seconds,

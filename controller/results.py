@@ -40,6 +40,7 @@ from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.listener import Lease
 from shared.listener.source import poison_queue
 from shared.storage.ports import BlobContainer, QueueMessage
+from shared.tracing import APPLIED, BATCH_ID, CHUNK, AttributeValue, span
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,13 @@ class ResultHandler:
 
     def chunk_result(self, message: ChunkResult) -> bool:
         """Apply one result; True if this call applied it, False if it already was."""
+        attributes: dict[str, AttributeValue] = {BATCH_ID: message.batch_id, CHUNK: message.chunk}
+        with span("reduce chunk", parent=message.trace, attributes=attributes) as current:
+            applied = self._apply(message)
+            current.set_attribute(APPLIED, applied)
+            return applied
+
+    def _apply(self, message: ChunkResult) -> bool:
         applied = False
         if not is_applied(self._engine, message.batch_id, message.chunk):
             rated = self._fetch(message)

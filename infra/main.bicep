@@ -1,59 +1,139 @@
 // The whole deployment for `azd up`: one resource group with storage, Service Bus, the
-// PostgreSQL warehouse, monitoring, and the three roles as Container Apps.
+// PostgreSQL warehouse, monitoring, a registry, and the three roles as Container Apps,
+// each running as its own user-assigned identity with only the data-plane roles it uses.
 targetScope = 'subscription'
 
 @minLength(1)
 @maxLength(64)
-@description('Name of the azd environment; used to name and tag every resource.')
+@description('Name of the azd environment; names and tags every resource.')
 param environmentName string
 
 @minLength(1)
-@description('Azure region for every resource.')
+@description('Azure region of every resource.')
 param location string
 
-@description('Work-queue partitions per priority. Must match BILLING_PARTITIONS.')
+@description('Object id of the person (or pipeline) running azd: gets what the billing operator commands need, and is the warehouse\'s Microsoft Entra administrator.')
+param principalId string = ''
+
+@description('Name of that principal as Microsoft Entra shows it (a user\'s UPN); set by the preprovision hook.')
+param principalName string = ''
+
+@allowed([ 'User', 'ServicePrincipal', 'Group' ])
+param principalType string = 'User'
+
+@description('Public IP of the machine running azd, let through the warehouse firewall for the postprovision hook (empty: none).')
+param developerIpAddress string = ''
+
+@description('Work-queue partitions per priority. The roles get the same BILLING_PARTITIONS.')
 @minValue(1)
 @maxValue(16)
 param partitions int = 4
 
-@secure()
-@description('Administrator password of the PostgreSQL warehouse.')
-param postgresAdminPassword string
+@description('Initiator replicas kept running when idle: 0 scales to zero (a cold start on the first request), 1 keeps one warm.')
+@minValue(0)
+@maxValue(3)
+param initiatorMinReplicas int = 0
+
+@description('Whether the app already exists (azd sets SERVICE_<NAME>_RESOURCE_EXISTS): then its running image is kept.')
+param initiatorExists bool = false
+param processorExists bool = false
+param controllerExists bool = false
 
 @secure()
-@description('API key the initiator accepts (Authorization: Bearer <key>).')
+@description('API key the initiator accepts (Authorization: Bearer <key>); the preprovision hook makes one.')
 param apiKey string
 
+var abbrs = loadJsonContent('abbreviations.json')
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
-var token = toLower(uniqueString(subscription().id, environmentName, location))
+
+// Built-in role definitions (ids are the same in every tenant).
+var builtInRoles = {
+  storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
+  storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
+  storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
+  storageQueueDataMessageSender: 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
+  storageQueueDataReader: '19e7f393-937e-4f77-808e-94535e297925'
+  storageTableDataContributor: '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+  storageTableDataReader: '76199698-9eea-4c19-bc75-cec21354c6b6'
+  serviceBusDataSender: '69a216fc-b8fb-44d8-bc22-1f3c2cd27a39'
+  serviceBusDataReceiver: '4f6d3b9b-027b-4f4c-9142-0e5a2a2247e0'
+}
+
+// What each role's code does with storage and the bus (tests/infra/test_least_privilege.py
+// compares this with the requests each role makes). Queue update (visibility renewal,
+// retry later) needs Queue Data Contributor: no narrower built-in role has it.
+var grants = {
+  initiator: {
+    storage: [
+      builtInRoles.storageBlobDataContributor
+      builtInRoles.storageQueueDataMessageSender
+      builtInRoles.storageQueueDataReader // the dashboard's queue depths
+      builtInRoles.storageTableDataContributor
+    ]
+    servicebus: [ builtInRoles.serviceBusDataSender ]
+  }
+  processor: {
+    storage: [
+      builtInRoles.storageBlobDataContributor
+      builtInRoles.storageQueueDataContributor
+      builtInRoles.storageTableDataContributor
+    ]
+    servicebus: [ builtInRoles.serviceBusDataReceiver ]
+  }
+  controller: {
+    storage: [
+      builtInRoles.storageBlobDataContributor
+      builtInRoles.storageQueueDataContributor
+      builtInRoles.storageTableDataContributor
+    ]
+    servicebus: [ builtInRoles.serviceBusDataReceiver ]
+  }
+  developer: {
+    storage: [ builtInRoles.storageBlobDataContributor, builtInRoles.storageQueueDataContributor ]
+    servicebus: [ builtInRoles.serviceBusDataSender ]
+  }
+}
+
+var appRoles = [ 'initiator', 'processor', 'controller' ]
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
-  name: 'rg-${environmentName}'
+  name: '${abbrs.resourcesResourceGroups}${environmentName}'
   location: location
   tags: tags
 }
 
-module identity 'modules/identity.bicep' = {
-  scope: rg
-  name: 'identity'
-  params: { name: 'id-billing-${token}', location: location, tags: tags }
-}
+module identities 'modules/identity.bicep' = [
+  for role in appRoles: {
+    scope: rg
+    name: 'identity-${role}'
+    params: {
+      name: '${abbrs.managedIdentityUserAssignedIdentities}${role}-${resourceToken}'
+      location: location
+      tags: tags
+    }
+  }
+]
 
 module monitoring 'modules/monitoring.bicep' = {
   scope: rg
   name: 'monitoring'
-  params: { token: token, location: location, tags: tags }
+  params: {
+    workspaceName: '${abbrs.operationalInsightsWorkspaces}${resourceToken}'
+    appInsightsName: '${abbrs.insightsComponents}${resourceToken}'
+    location: location
+    tags: tags
+  }
 }
 
 module storage 'modules/storage.bicep' = {
   scope: rg
   name: 'storage'
   params: {
-    name: 'stbilling${token}'
+    name: '${abbrs.storageStorageAccounts}${resourceToken}'
     location: location
     tags: tags
     partitions: partitions
-    principalId: identity.outputs.principalId
   }
 }
 
@@ -61,10 +141,57 @@ module servicebus 'modules/servicebus.bicep' = {
   scope: rg
   name: 'servicebus'
   params: {
-    name: 'sb-billing-${token}'
+    name: '${abbrs.serviceBusNamespaces}${resourceToken}'
     location: location
     tags: tags
-    principalId: identity.outputs.principalId
+  }
+}
+
+module storageAccess 'modules/storage-access.bicep' = [
+  for (role, i) in appRoles: {
+    scope: rg
+    name: 'storage-access-${role}'
+    params: {
+      accountName: storage.outputs.name
+      principalId: identities[i].outputs.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionIds: grants[role].storage
+    }
+  }
+]
+
+module servicebusAccess 'modules/servicebus-access.bicep' = [
+  for (role, i) in appRoles: {
+    scope: rg
+    name: 'servicebus-access-${role}'
+    params: {
+      namespaceName: servicebus.outputs.name
+      principalId: identities[i].outputs.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionIds: grants[role].servicebus
+    }
+  }
+]
+
+module developerStorageAccess 'modules/storage-access.bicep' = if (!empty(principalId)) {
+  scope: rg
+  name: 'storage-access-developer'
+  params: {
+    accountName: storage.outputs.name
+    principalId: principalId
+    principalType: principalType
+    roleDefinitionIds: grants.developer.storage
+  }
+}
+
+module developerServicebusAccess 'modules/servicebus-access.bicep' = if (!empty(principalId)) {
+  scope: rg
+  name: 'servicebus-access-developer'
+  params: {
+    namespaceName: servicebus.outputs.name
+    principalId: principalId
+    principalType: principalType
+    roleDefinitionIds: grants.developer.servicebus
   }
 }
 
@@ -72,35 +199,145 @@ module warehouse 'modules/postgres.bicep' = {
   scope: rg
   name: 'warehouse'
   params: {
-    name: 'psql-billing-${token}'
+    name: '${abbrs.dBforPostgreSQLServers}${resourceToken}'
     location: location
     tags: tags
-    adminPassword: postgresAdminPassword
+    administratorObjectId: principalId
+    administratorName: principalName
+    administratorType: principalType
+    developerIpAddress: developerIpAddress
   }
 }
 
-module apps 'modules/apps.bicep' = {
+module registry 'modules/registry.bicep' = {
   scope: rg
-  name: 'apps'
+  name: 'registry'
   params: {
-    token: token
+    name: '${abbrs.containerRegistryRegistries}${resourceToken}'
     location: location
     tags: tags
-    identityId: identity.outputs.id
-    identityClientId: identity.outputs.clientId
-    logAnalyticsWorkspaceId: monitoring.outputs.workspaceId
-    appInsightsConnectionString: monitoring.outputs.appInsightsConnectionString
-    storageAccountName: storage.outputs.name
-    storageAccountUrl: storage.outputs.accountUrl
-    servicebusNamespace: servicebus.outputs.fullyQualifiedNamespace
-    warehouseUrl: 'postgresql+psycopg://billing:${postgresAdminPassword}@${warehouse.outputs.host}:5432/billing?sslmode=require'
-    apiKey: apiKey
-    partitions: partitions
+    pullerPrincipalIds: [for i in range(0, length(appRoles)): identities[i].outputs.principalId]
   }
 }
 
+module environment 'modules/environment.bicep' = {
+  scope: rg
+  name: 'environment'
+  params: {
+    name: '${abbrs.appManagedEnvironments}${resourceToken}'
+    location: location
+    tags: tags
+    workspaceName: monitoring.outputs.workspaceName
+  }
+}
+
+// No password: the database user is the identity's name, and the roles send a Microsoft
+// Entra token for it as the password (shared/warehouse/entra.py).
+func warehouseUrl(user string, host string, database string) string =>
+  'postgresql+psycopg://${user}@${host}:5432/${database}?sslmode=require'
+
+// What every role is told: where things are, as whom to connect, which entities exist.
+var commonEnv = [
+  { name: 'BILLING_STORAGE_ACCOUNT_URL', value: storage.outputs.blobEndpoint }
+  { name: 'BILLING_SERVICEBUS_NAMESPACE', value: servicebus.outputs.fullyQualifiedNamespace }
+  { name: 'BILLING_PARTITIONS', value: string(partitions) }
+  { name: 'BILLING_PROVISION_RESOURCES', value: 'false' }
+]
+
+module initiator 'modules/app.bicep' = {
+  scope: rg
+  name: 'app-initiator'
+  params: {
+    name: '${abbrs.appContainerApps}initiator-${resourceToken}'
+    serviceName: 'initiator'
+    location: location
+    tags: tags
+    exists: initiatorExists
+    environmentId: environment.outputs.id
+    registryServer: registry.outputs.loginServer
+    identityId: identities[0].outputs.id
+    identityClientId: identities[0].outputs.clientId
+    appInsightsName: monitoring.outputs.appInsightsName
+    env: concat(commonEnv, [
+      { name: 'BILLING_WAREHOUSE_URL', value: warehouseUrl(identities[0].outputs.name, warehouse.outputs.host, warehouse.outputs.database) }
+      { name: 'BILLING_API_KEYS', secretRef: 'api-keys' }
+      { name: 'BILLING_HOST', value: '0.0.0.0' }
+    ])
+    apiKey: apiKey
+    external: true
+    minReplicas: initiatorMinReplicas
+    maxReplicas: 3
+    httpConcurrentRequests: 20
+  }
+}
+
+var workQueues = flatten(map([ 'high', 'normal', 'low' ], p => map(range(0, partitions), i => 'work-${p}-${i}')))
+
+module processor 'modules/app.bicep' = {
+  scope: rg
+  name: 'app-processor'
+  params: {
+    name: '${abbrs.appContainerApps}processor-${resourceToken}'
+    serviceName: 'processor'
+    location: location
+    tags: tags
+    exists: processorExists
+    environmentId: environment.outputs.id
+    registryServer: registry.outputs.loginServer
+    identityId: identities[1].outputs.id
+    identityClientId: identities[1].outputs.clientId
+    appInsightsName: monitoring.outputs.appInsightsName
+    env: concat(commonEnv, [ { name: 'BILLING_ROLE_ARGS', value: '--processes 1' } ])
+    external: false
+    minReplicas: 0
+    maxReplicas: 10
+    // One instance per 64 waiting work items on any work queue (a batch's chunks are
+    // spread over its priority's partitions); KEDA brings the first one up from zero.
+    storageAccountName: storage.outputs.name
+    scaleQueues: workQueues
+    scaleQueueLength: 64
+  }
+}
+
+module controller 'modules/app.bicep' = {
+  scope: rg
+  name: 'app-controller'
+  params: {
+    name: '${abbrs.appContainerApps}controller-${resourceToken}'
+    serviceName: 'controller'
+    location: location
+    tags: tags
+    exists: controllerExists
+    environmentId: environment.outputs.id
+    registryServer: registry.outputs.loginServer
+    identityId: identities[2].outputs.id
+    identityClientId: identities[2].outputs.clientId
+    appInsightsName: monitoring.outputs.appInsightsName
+    env: concat(commonEnv, [ { name: 'BILLING_WAREHOUSE_URL', value: warehouseUrl(identities[2].outputs.name, warehouse.outputs.host, warehouse.outputs.database) } ])
+    external: false
+    minReplicas: 0
+    maxReplicas: 2
+    storageAccountName: storage.outputs.name
+    scaleQueues: [ 'results' ]
+    scaleQueueLength: 100
+  }
+}
+
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
 output AZURE_RESOURCE_GROUP string = rg.name
-output AZURE_CONTAINER_REGISTRY_ENDPOINT string = apps.outputs.registryLoginServer
-output BILLING_STORAGE_ACCOUNT_URL string = storage.outputs.accountUrl
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.outputs.loginServer
+output AZURE_CONTAINER_ENVIRONMENT_NAME string = environment.outputs.name
+output BILLING_STORAGE_ACCOUNT_URL string = storage.outputs.blobEndpoint
 output BILLING_SERVICEBUS_NAMESPACE string = servicebus.outputs.fullyQualifiedNamespace
-output INITIATOR_URL string = apps.outputs.initiatorUrl
+output BILLING_WAREHOUSE_HOST string = warehouse.outputs.host
+output BILLING_WAREHOUSE_DATABASE string = warehouse.outputs.database
+output BILLING_URL string = initiator.outputs.url
+// Read by the postprovision hook, which creates a database role for each identity.
+output BILLING_WAREHOUSE_ROLES array = [
+  for (role, i) in appRoles: {
+    role: role
+    name: identities[i].outputs.name
+    objectId: identities[i].outputs.principalId
+  }
+]

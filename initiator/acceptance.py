@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from itertools import islice
@@ -42,6 +42,7 @@ from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals, ControlTotalsBuilder
 from shared.settings import Settings
+from shared.tracing import BATCH_ID, PRIORITY, TRANSACTIONS, span
 
 T = TypeVar("T")
 
@@ -56,6 +57,8 @@ class BatchRequest:
     content_type: str | None
     content_encoding: str | None
     idempotency_key: str | None = None
+    checkpoint: Callable[[], None] | None = None
+    """Called while parsing; raises to stop the intake (the client has hung up)."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,18 @@ class BatchAcceptance:
         self._settings = settings
 
     def accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
-        """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file."""
+        """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file.
+
+        In the batch's ``intake`` span, the root of its trace (its work items and trigger
+        carry it on to the processors).
+        """
+        with span("intake", attributes={PRIORITY: request.priority}) as current:
+            outcome = self._accept(body, request)
+            current.set_attribute(BATCH_ID, outcome.record.batch_id)
+            current.set_attribute(TRANSACTIONS, outcome.record.transactions)
+            return outcome
+
+    def _accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
         key_hash = hash_key(request.idempotency_key) if request.idempotency_key else None
         if key_hash is not None:
             replayed = self._replay(key_hash, body)
@@ -118,6 +132,7 @@ class BatchAcceptance:
             content_encoding=request.content_encoding,
             pricebook=pricebook,
             max_decompressed_bytes=self._settings.max_decompressed_bytes,
+            checkpoint=request.checkpoint,
         )
         try:
             with reader:

@@ -15,15 +15,16 @@ from typing import Any
 
 import anyio.to_thread
 from fastapi import Depends, FastAPI
-from fastapi.staticfiles import StaticFiles
 
 from initiator.auth import ApiKeys, require_api_key
 from initiator.dependencies import open_services
 from initiator.errors import register_error_handlers
+from initiator.intake_slots import IntakeSlots
 from initiator.observability.http_metrics import HttpMetricsMiddleware
 from initiator.observability.readings import Readings
 from initiator.observability.registry import ApiMetrics
 from initiator.observability.start import start_sampler
+from initiator.openapi import api_document
 from initiator.publishing import FaultHook
 from initiator.routes import (
     batches,
@@ -35,6 +36,7 @@ from initiator.routes import (
     metrics,
     pricebook,
 )
+from initiator.static_assets import AssetFiles
 from shared import meter
 from shared.bus.ports import TriggerBus
 from shared.settings import Settings
@@ -59,6 +61,7 @@ def create_app(
         app.state.services = services
         app.state.readings = Readings(services)
         app.state.sampled_queues, app.state.sampler = start_sampler(services, app.state.readings)
+        app.state.intake_slots = IntakeSlots(settings.max_concurrent_intakes)
         # What start-up built lives as long as the app: kept out of the collector's sight,
         # full collections during a large intake stay cheap (measured: 15-20 % of the
         # accept time of a 200,000-line batch without this).
@@ -95,10 +98,12 @@ def create_app(
     app.include_router(dashboard.page_router)
     app.include_router(dashboard.data_router)
     app.include_router(live.router)
-    app.mount("/static", StaticFiles(packages=[("initiator", "static")]), name="static")
+    app.mount("/static", AssetFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])
     def openapi_document() -> dict[str, Any]:
         return app.openapi()
+
+    app.openapi = partial(api_document, app)  # type: ignore[method-assign]
 
     return app

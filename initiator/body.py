@@ -9,16 +9,26 @@ loop reads only as fast as the parser asks), and the thread/loop hop is paid onc
 rather than once per network read.
 
 On the way it counts the bytes against the size limit (413) and hashes them: the sha256 of
-the body as sent identifies it for ``Idempotency-Key``.
+the body as sent identifies it for ``Idempotency-Key``. Each read waits as long as its
+:class:`~initiator.body_pace.BodyPace` allows (408 after that). Once the whole body is in,
+nothing reads from the client any more, so a hang-up is only noticed by a watcher on the
+event loop (:mod:`initiator.disconnect`): it calls :meth:`BlockingBody.client_gone`, and the
+parser's next :meth:`~BlockingBody.checkpoint` stops the intake.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Protocol
 
+import anyio
 import anyio.from_thread
+from starlette.requests import ClientDisconnect
+
+from initiator.body_pace import BodyPace
 
 DEFAULT_BLOCK_SIZE = 1024 * 1024
 
@@ -29,6 +39,13 @@ class BodyTooLargeError(Exception):
     def __init__(self, limit: int) -> None:
         super().__init__(f"the request body exceeds the limit of {limit:,} bytes")
         self.limit = limit
+
+
+class BodyTimeoutError(Exception):
+    """The client stopped sending the body, or sends it too slowly (408)."""
+
+    def __init__(self, pace: BodyPace) -> None:
+        super().__init__(pace.describe())
 
 
 class RequestBody(Protocol):
@@ -52,14 +69,19 @@ class BlockingBody:
         stream: AsyncIterator[bytes],
         *,
         limit: int,
+        pace: BodyPace,
         block_size: int = DEFAULT_BLOCK_SIZE,
     ) -> None:
         self._stream = stream
         self._limit = limit
+        self._pace = pace
         self._block_size = block_size
         self._sha256 = hashlib.sha256()
         self._ended = False
+        self._client_gone = threading.Event()
         self.bytes_read = 0
+        self.received_whole = anyio.Event()
+        """Set on the event loop once the last byte of the body has been read."""
 
     @property
     def sha256(self) -> str:
@@ -82,16 +104,41 @@ class BlockingBody:
         for _ in self:
             pass
 
+    def client_gone(self) -> None:
+        """The client hung up after sending the body (thread-safe)."""
+        self._client_gone.set()
+
+    def checkpoint(self) -> None:
+        """Raise ``ClientDisconnect`` once the client has hung up (called while parsing)."""
+        if self._client_gone.is_set():
+            raise ClientDisconnect()
+
     async def _next_block(self) -> bytes:
         parts: list[bytes] = []
         size = 0
         while size < self._block_size:
             try:
-                part = await anext(self._stream)
+                part = await self._next_part()
             except StopAsyncIteration:
                 self._ended = True
+                self.received_whole.set()
                 break
             if part:
                 parts.append(part)
                 size += len(part)
         return b"".join(parts)
+
+    async def _next_part(self) -> bytes:
+        wait = self._pace.next_wait()
+        if wait <= 0:
+            raise BodyTimeoutError(self._pace)
+        started = time.monotonic()
+        part = b""
+        try:
+            with anyio.fail_after(wait):
+                part = await anext(self._stream)
+        except TimeoutError:
+            raise BodyTimeoutError(self._pace) from None
+        finally:
+            self._pace.record(waited=time.monotonic() - started, received=len(part))
+        return part

@@ -73,7 +73,8 @@ def open_services(
     sweeper = OrphanSweeper(storage, settings)
     sweeper.start()
     publisher = Publisher(storage, bus, settings, fault=fault)
-    warehouse = make_engine(settings.resolved_warehouse_url)  # connects on first use only
+    # Read-only: connects on first use only, and never takes SQLite's write lock.
+    warehouse = make_engine(settings.resolved_warehouse_url, read_only=True)
     return Services(
         settings=settings,
         storage=storage,

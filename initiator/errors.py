@@ -1,27 +1,39 @@
 """How failures become HTTP answers: one handler per kind, registered by the app factory.
 
-Every 4xx/5xx the intake raises is a JSON problem body (:class:`~initiator.schemas.ProblemDetails`).
+Every 4xx/5xx the API answers is a JSON problem body (:class:`~initiator.schemas.ProblemDetails`),
+Starlette's and FastAPI's own (401, 404, 405, 422) included. A 503 always carries
+``Retry-After``: storage or the warehouse unavailable, or every intake slot taken.
 """
 
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 
 from azure.core.exceptions import AzureError
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import OperationalError
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from initiator.body import BodyTooLargeError
+from initiator.body import BodyTimeoutError, BodyTooLargeError
 from initiator.idempotency import IdempotencyConflictError, IdempotencyInProgressError
 from initiator.intake import BatchRejected
 from initiator.intake.problems import Problem
+from initiator.intake_slots import RETRY_AFTER_SECONDS, IntakesBusyError
 from initiator.publishing import IntakeOutcomeUnknownError
 from initiator.schemas import ProblemDetails
 from shared.domain.pricebook_store import NoPricebookError
 
 log = logging.getLogger(__name__)
+
+#: Sent with an answer given before the body was read: the connection cannot carry another
+#: request (the rest of the body would come first), so the client must open a new one.
+CLOSE = {"Connection": "close"}
+#: The ``Retry-After`` of a 503 for the warehouse being unavailable.
+WAREHOUSE_RETRY_AFTER_SECONDS = 5
 
 
 def problem(
@@ -89,6 +101,39 @@ async def _outcome_unknown(_request: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _warehouse_unavailable(request: Request, exc: Exception) -> JSONResponse:
+    """A locked or unreachable warehouse (``database is locked``, connection refused)."""
+    log.error("warehouse failure on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem(
+        503,
+        "Warehouse unavailable",
+        "the warehouse is busy or unreachable; retry later",
+        headers={"Retry-After": str(WAREHOUSE_RETRY_AFTER_SECONDS)},
+    )
+
+
+async def _intakes_busy(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(
+        503,
+        "Too many batches at once",
+        str(exc),
+        headers={"Retry-After": str(RETRY_AFTER_SECONDS), **CLOSE},
+    )
+
+
+async def _body_timeout(request: Request, exc: Exception) -> JSONResponse:
+    log.info("request body timed out on %s %s; nothing was kept", request.method, request.url)
+    return problem(408, "The request body timed out", str(exc), headers=CLOSE)
+
+
+async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's and FastAPI's own errors (401, 404 of an unknown path, 405) as problems."""
+    assert isinstance(exc, HTTPException)
+    title = HTTPStatus(exc.status_code).phrase
+    detail = exc.detail if exc.detail != title else None
+    return problem(exc.status_code, title, detail, headers=dict(exc.headers or {}))
+
+
 async def _client_disconnected(request: Request, _exc: Exception) -> JSONResponse:
     log.info("client disconnected during %s %s; nothing was kept", request.method, request.url)
     return problem(400, "Client disconnected", "the body ended before it was complete")
@@ -119,3 +164,7 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(IntakeOutcomeUnknownError, _outcome_unknown)
     app.add_exception_handler(AzureError, _storage_unavailable)
     app.add_exception_handler(ClientDisconnect, _client_disconnected)
+    app.add_exception_handler(BodyTimeoutError, _body_timeout)
+    app.add_exception_handler(IntakesBusyError, _intakes_busy)
+    app.add_exception_handler(OperationalError, _warehouse_unavailable)
+    app.add_exception_handler(HTTPException, _http_error)

@@ -14,6 +14,9 @@ import uvicorn
 from fastapi import FastAPI
 from pydantic import BaseModel
 
+from initiator.serving import server_config
+from shared.settings import Settings
+
 #: How long :meth:`InitiatorServer.start` waits for the server to listen.
 START_TIMEOUT_SECONDS = 60.0
 
@@ -24,11 +27,14 @@ class ServerSnapshot(BaseModel):
 
 
 class InitiatorServer:
-    """``app`` on ``host:port``; ``grace_seconds``: how long a stop lets requests finish."""
+    """``app`` on ``host:port``, with ``settings``' limits on clients (as
+    :func:`initiator.serving.server_config` sets them); ``grace_seconds``: how long a stop
+    lets requests finish."""
 
     def __init__(
         self,
         app: FastAPI,
+        settings: Settings,
         *,
         host: str,
         port: int,
@@ -37,8 +43,9 @@ class InitiatorServer:
     ) -> None:
         self.url = f"http://{host}:{port}"
         self.server = uvicorn.Server(
-            uvicorn.Config(
+            server_config(
                 app,
+                settings,
                 host=host,
                 port=port,
                 lifespan="on",  # a failing start-up must stop the server, not be skipped

@@ -23,6 +23,7 @@ from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
 from shared.storage.ports import BlobContainer, Queue
+from shared.tracing import BATCH_ID, CHUNK, TRANSACTIONS, AttributeValue, span, trace_context
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,15 @@ class RatingStep:
     def handle(self, text: str, dequeue_count: int = 1) -> int:
         """Rate the work item ``text``; returns how many transactions it rated (0: dropped)."""
         item = WorkItem.from_text(text)
+        attributes: dict[str, AttributeValue] = {
+            BATCH_ID: item.batch_id,
+            CHUNK: item.chunk,
+            TRANSACTIONS: item.transactions,
+        }
+        with span("rate chunk", parent=item.trace, attributes=attributes):
+            return self._handle(item, dequeue_count)
+
+    def _handle(self, item: WorkItem, dequeue_count: int) -> int:
         state = self._state(item.batch_id)
         if state == "gone":
             # Never accepted (the initiator crashed mid-way and the sweeper removed it):
@@ -139,4 +149,5 @@ class RatingStep:
             transactions=len(rows),
             sha256=hashlib.sha256(blob).hexdigest(),
             processor=self._instance_id,
+            trace=trace_context(),  # this span's: the chunk's reduce is its child
         )

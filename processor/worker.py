@@ -59,11 +59,14 @@ from shared.listener import (
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.tracing import BATCH_ID, span
 
 log = logging.getLogger(__name__)
 
 #: How long :meth:`ProcessorWorker.start` waits for its trigger subscription(s) to open.
 SUBSCRIBE_WAIT_SECONDS = 10.0
+#: A busy processor's heartbeat interval: what readers of its figures may lag behind.
+HEARTBEAT_BUSY_SECONDS = 10.0
 
 
 class WorkerSnapshot(BaseModel):
@@ -93,7 +96,7 @@ class ProcessorWorker:
         gate_poll_seconds: float | None = None,
         per_instance_subscriptions: bool | None = None,
         trigger_receive_seconds: float = RECEIVE_SECONDS,
-        heartbeat_busy_seconds: float = 10.0,
+        heartbeat_busy_seconds: float = HEARTBEAT_BUSY_SECONDS,
         heartbeat_idle_seconds: float = 60.0,
         **listener_overrides: Any,
     ) -> None:
@@ -223,7 +226,8 @@ class ProcessorWorker:
         }
 
     def _on_trigger(self, event: TriggerEvent) -> None:
-        started = self.listener.on_work_detected()
+        with span("trigger", parent=event.trace, attributes={BATCH_ID: event.batch_id}):
+            started = self.listener.on_work_detected()
         log.debug("trigger for batch %s: +%d threads", event.batch_id, started)
 
     def _on_reconnect(self) -> None:

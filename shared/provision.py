@@ -32,7 +32,13 @@ def tables_for(settings: Settings) -> list[str]:
 
 
 def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBus | None) -> None:
-    """Create all queues, containers and tables (and the topic, when the bus can)."""
+    """Create all queues, containers and tables (and the topic, when the bus can).
+
+    Nothing when ``settings.provision_resources`` is off: the deployment declared them.
+    """
+    if not settings.provision_resources:
+        log.info("resources are declared by the deployment: not creating any")
+        return
     for name in queues_for(settings):
         storage.queue(name).create()
     for name in containers_for(settings):

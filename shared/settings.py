@@ -44,6 +44,12 @@ class Settings(BaseSettings):
     #: "Azure Service Bus Data Owner"); otherwise they must exist (Bicep, emulator config).
     servicebus_manage_entities: bool = False
     warehouse_url: str | None = None
+    #: Create the queues, containers, tables (and topic) at start. Off where Bicep declares
+    #: them and the roles' identities have data rights only (``infra/``).
+    provision_resources: bool = True
+    #: A port where a worker role (processor, controller) answers ``GET /healthz``, for a
+    #: platform's liveness and readiness probes; unset: none.
+    health_port: int | None = Field(default=None, ge=1, le=65535)
 
     # --- the initiator's HTTP API --------------------------------------------------------
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
@@ -51,12 +57,28 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     max_body_bytes: int = 2 * 1024**3
-    max_decompressed_bytes: int = 8 * 1024**3
+    #: The batch file after gzip inflation: 1 GiB holds the 1 GB batches the design expects
+    #: and bounds what one small compressed body can make a sample deployment parse.
+    max_decompressed_bytes: int = 1024**3
+    #: Where ``Location`` and ``status_url`` point, e.g. ``https://billing.example.com``;
+    #: unset: relative URLs (``/batches/{id}``). Never taken from the request's ``Host``.
+    public_base_url: str | None = None
     #: An intake whose record has been silent this long died (a live upload refreshes it
     #: every minute): the sweeper removes it and frees its Idempotency-Key.
     orphan_age_seconds: float = Field(default=300.0, gt=0)
     #: How often a running initiator sweeps orphans (a table query per status each time).
     orphan_sweep_seconds: float = Field(default=300.0, gt=0)
+
+    # --- hostile clients: every wait of the HTTP API is bounded ------------------------
+    #: A request's headers must be complete this long after its first byte (else 408).
+    request_header_timeout_seconds: float = Field(default=10.0, gt=0)
+    #: ``POST /batches``: the longest wait for the next piece of the body (else 408).
+    request_body_idle_timeout_seconds: float = Field(default=30.0, gt=0)
+    #: ``POST /batches``: the slowest average upload, after an idle timeout's grace (else 408).
+    request_body_min_bytes_per_second: int = Field(default=10_000, ge=1)
+    #: Batches read at once, each on a worker thread of its own; one more is answered 503
+    #: with ``Retry-After`` at once, so intakes never starve the other routes.
+    max_concurrent_intakes: int = Field(default=4, ge=1)
 
     # --- names of queues, containers, tables, topic --------------------------------------
     work_queue_prefix: str = "work"

@@ -1,4 +1,4 @@
-"""Observability set up in one place for every role: logs, Azure Monitor, the meter export."""
+"""Observability set up in one place for every role: logs, trace export, the meter export."""
 
 from __future__ import annotations
 
@@ -6,12 +6,14 @@ import logging
 import os
 
 from shared import meter
+from shared.trace_export import configure_trace_export
 
 NOISY_LOGGERS = ("azure", "uamqp", "urllib3", "httpx", "uvicorn.access")
 
 
 def configure_logging(level: str = "INFO") -> None:
-    """Readable logs on stderr; Azure Monitor too when its connection string is set.
+    """Readable logs on stderr; spans (and with Azure Monitor, logs) exported where the
+    environment says (:mod:`shared.trace_export`).
 
     The Azure SDKs log every HTTP request at INFO, which would bury ours: turn them down.
     Also arranges for the storage-request meter to be exported at exit when asked to
@@ -25,13 +27,4 @@ def configure_logging(level: str = "INFO") -> None:
     )
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
-    if os.environ.get("APPLICATIONINSIGHTS_CONNECTION_STRING"):
-        try:
-            from azure.monitor.opentelemetry import configure_azure_monitor
-        except ImportError:
-            logging.getLogger(__name__).warning(
-                "APPLICATIONINSIGHTS_CONNECTION_STRING is set but azure-monitor-opentelemetry "
-                "is not installed: pip install 'billing-mapreduce[azure-monitor]'"
-            )
-        else:
-            configure_azure_monitor()
+    configure_trace_export()

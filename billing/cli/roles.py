@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 
 import typer
 
 from shared.domain.priority import PRIORITIES, Priority
+from shared.health_endpoint import health_endpoint
 from shared.settings import Settings
 from shared.telemetry import configure_logging
 
@@ -26,6 +28,7 @@ def initiator(
 
     from initiator.app import create_app
     from initiator.auth import MissingApiKeysError
+    from initiator.serving import server_config
 
     configure_logging()
     settings = Settings()
@@ -36,13 +39,18 @@ def initiator(
     except MissingApiKeysError as error:
         typer.echo(f"billing initiator: {error}", err=True)
         raise typer.Exit(1) from None
-    uvicorn.run(
+    config = server_config(
         app,
+        settings,
         host=host or settings.host,
         port=port or settings.port,
-        log_level="info",
         timeout_graceful_shutdown=3,
     )
+    server = uvicorn.Server(config)
+    with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
+        server.run()
+    if not server.started:
+        raise typer.Exit(3)  # uvicorn's own code for a failed start-up
 
 
 def processor(
@@ -59,7 +67,10 @@ def processor(
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
-    clean = run_processors(settings, processes=processes or os.cpu_count() or 1, priorities=served)
+    with health_endpoint(settings.health_port):
+        clean = run_processors(
+            settings, processes=processes or os.cpu_count() or 1, priorities=served
+        )
     if not clean:
         raise typer.Exit(1)
 
@@ -77,7 +88,9 @@ def controller() -> None:
     from billing.controller_process import run_controller
 
     configure_logging()
-    run_controller(Settings())
+    settings = Settings()
+    with health_endpoint(settings.health_port):
+        run_controller(settings)
 
 
 def serve(

@@ -1,23 +1,31 @@
-// Logs and traces: the roles switch Azure Monitor on when
-// APPLICATIONINSIGHTS_CONNECTION_STRING is set (shared/telemetry.py).
-param token string
+// Logs (the Container Apps environment's) and traces: the roles switch Azure Monitor on
+// when APPLICATIONINSIGHTS_CONNECTION_STRING is set.
+param workspaceName string
+param appInsightsName string
 param location string
 param tags object
 
-resource workspace 'Microsoft.OperationalInsights/workspaces@2023-09-01' = {
-  name: 'log-billing-${token}'
+resource workspace 'Microsoft.OperationalInsights/workspaces@2025-02-01' = {
+  name: workspaceName
   location: location
   tags: tags
-  properties: { sku: { name: 'PerGB2018' }, retentionInDays: 30 }
+  properties: {
+    sku: { name: 'PerGB2018' }
+    retentionInDays: 30
+  }
 }
 
 resource appInsights 'Microsoft.Insights/components@2020-02-02' = {
-  name: 'appi-billing-${token}'
+  name: appInsightsName
   location: location
   tags: tags
   kind: 'web'
-  properties: { Application_Type: 'web', WorkspaceResourceId: workspace.id }
+  properties: {
+    Application_Type: 'web'
+    WorkspaceResourceId: workspace.id
+  }
 }
 
-output workspaceId string = workspace.id
-output appInsightsConnectionString string = appInsights.properties.ConnectionString
+// Names only: whoever needs a key or connection string reads it from the resource.
+output workspaceName string = workspace.name
+output appInsightsName string = appInsights.name

@@ -1,80 +1,86 @@
 // The trigger topic, filtered on application properties: Priority for work, Kind=gate for
 // the release gate's broadcast (docs/patterns.md).
 //
-// Processors that may manage entities (BILLING_SERVICEBUS_MANAGE_ENTITIES=true, the Data
-// Owner role below) create one subscription per instance, with a rule per priority they
-// serve and one for the gate (rules are ORed), auto-deleted when idle, so that every idle
-// instance wakes on a trigger. Without that right they share the subscriptions declared
-// here, one per priority: a shared subscription hands each message to one of its receivers,
-// so it must only hold priorities that every instance reading it serves (a low-only
-// processor must not take a high trigger). Each also has the gate rule.
+// The roles do not manage entities here (no BILLING_SERVICEBUS_MANAGE_ENTITIES, no Data
+// Owner role): processors share the subscriptions declared below, one per priority, each
+// also taking the gate's broadcast; the controller has its own. A subscription created
+// through ARM gets a `$Default` rule that takes every message, so each one's first rule
+// is declared under that name, replacing it (rules are ORed). tests/infra/test_names.py
+// checks these against the specs the code opens.
 param name string
 param location string
 param tags object
-param principalId string
 
-resource namespace 'Microsoft.ServiceBus/namespaces@2022-10-01-preview' = {
+var priorities = [ 'high', 'normal', 'low' ]
+var subscriptionProperties = {
+  maxDeliveryCount: 10
+  lockDuration: 'PT1M'
+  defaultMessageTimeToLive: 'PT1H'
+  deadLetteringOnMessageExpiration: false
+}
+
+resource namespace 'Microsoft.ServiceBus/namespaces@2024-01-01' = {
   name: name
   location: location
   tags: tags
   sku: { name: 'Standard', tier: 'Standard' } // topics need Standard
-  properties: { disableLocalAuth: true, minimumTlsVersion: '1.2' }
+  properties: {
+    disableLocalAuth: true
+    minimumTlsVersion: '1.2'
+  }
 }
 
-resource topic 'Microsoft.ServiceBus/namespaces/topics@2022-10-01-preview' = {
+resource topic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
   parent: namespace
   name: 'triggers'
   properties: { defaultMessageTimeToLive: 'PT1H' }
 }
 
-resource subscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2022-10-01-preview' = [
-  for p in [ 'high', 'normal', 'low' ]: {
+resource processorSubscriptions 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' = [
+  for p in priorities: {
     parent: topic
     name: 'processors-${p}'
-    properties: { maxDeliveryCount: 10, lockDuration: 'PT1M', defaultMessageTimeToLive: 'PT1H' }
+    properties: subscriptionProperties
   }
 ]
 
-resource priorityRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
-  for (p, i) in [ 'high', 'normal', 'low' ]: {
-    parent: subscriptions[i]
-    name: 'priority'
-    properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Priority: p } } }
+resource priorityRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01' = [
+  for (p, i) in priorities: {
+    parent: processorSubscriptions[i]
+    name: '$Default'
+    properties: {
+      filterType: 'CorrelationFilter'
+      correlationFilter: { properties: { Priority: p } }
+    }
   }
 ]
 
-resource gateRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = [
-  for (p, i) in [ 'high', 'normal', 'low' ]: {
-    parent: subscriptions[i]
+resource gateRules 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01' = [
+  for (p, i) in priorities: {
+    parent: processorSubscriptions[i]
     name: 'gate'
-    properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Kind: 'gate' } } }
+    properties: {
+      filterType: 'CorrelationFilter'
+      correlationFilter: { properties: { Kind: 'gate' } }
+    }
   }
 ]
 
 // The controller's subscription: every accepted batch wakes it (its results follow soon).
-resource controllerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2022-10-01-preview' = {
+resource controllerSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' = {
   parent: topic
   name: 'controller'
-  properties: { maxDeliveryCount: 10, lockDuration: 'PT1M', defaultMessageTimeToLive: 'PT1H' }
+  properties: subscriptionProperties
 }
 
-resource controllerRule 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2022-10-01-preview' = {
+resource controllerRule 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01' = {
   parent: controllerSubscription
-  name: 'work'
-  properties: { filterType: 'CorrelationFilter', correlationFilter: { properties: { Kind: 'work' } } }
-}
-
-// Azure Service Bus Data Owner: send, receive, and manage per-instance subscriptions.
-var dataOwner = '090c5cfd-751d-490a-894a-3ce6f1109419'
-
-resource grant 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
-  scope: namespace
-  name: guid(namespace.id, principalId, dataOwner)
+  name: '$Default'
   properties: {
-    principalId: principalId
-    principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', dataOwner)
+    filterType: 'CorrelationFilter'
+    correlationFilter: { properties: { Kind: 'work' } }
   }
 }
 
+output name string = namespace.name
 output fullyQualifiedNamespace string = '${namespace.name}.servicebus.windows.net'

@@ -15,6 +15,7 @@ import csv
 from collections.abc import Iterable, Iterator
 from itertools import chain
 
+from initiator.intake.blank_lines import BlankLines
 from initiator.intake.fields import MAX_QUANTITY, MAX_QUANTITY_DIGITS, TransactionValidator
 from initiator.intake.header import required_columns
 from initiator.intake.problems import ProblemCollector, Status, StopScanning
@@ -28,12 +29,14 @@ def csv_records(
     reader = csv.reader(chain.from_iterable(blocks), strict=True)
     ended = 0  # the line on which the previous record ended
     records = 0
+    blanks = BlankLines(problems)
     try:
         for header in reader:
             if problems.has_problem_through(reader.line_num):
                 raise StopScanning("the header line is unreadable")  # e.g. not UTF-8
             if not _is_blank(header):
                 break
+            blanks.skip(reader.line_num)
         else:
             problems.stop(None, None, "empty batch: the body holds no data", Status.MALFORMED)
         ended = reader.line_num
@@ -63,6 +66,8 @@ def csv_records(
                 records += 1
                 problems.add(start, None, _width_problem(len(row), width, start, ended))
                 yield start, None
+            else:
+                blanks.skip(start)
     except csv.Error as exc:
         problems.stop(
             ended + 1, None, _csv_error_reason(exc, ended + 1, reader.line_num), Status.MALFORMED

@@ -3,12 +3,15 @@
 Inflation is incremental and bounded per step (``max_length``), so a small "zip bomb" body
 can never expand in memory beyond one step before the decompressed-size limit stops it.
 Concatenated gzip members (what ``cat a.gz b.gz`` produces) are one valid stream.
+The ``checkpoint`` runs before each block of the batch file is handed on (at most
+``INFLATE_STEP`` bytes when inflating): the place where an intake whose client has gone
+can stop, since a small body may inflate for a long time after its last byte was read.
 """
 
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from initiator.intake.problems import ProblemCollector, Status
 
@@ -25,6 +28,7 @@ def batch_bytes(
     max_body_bytes: int | None,
     max_decompressed_bytes: int | None,
     problems: ProblemCollector,
+    checkpoint: Callable[[], None] | None = None,
 ) -> Iterator[bytes]:
     """Yield the batch file's bytes, inflating gzip when declared or when the magic says so."""
     body = _limited(chunks, max_body_bytes, "request body", problems)
@@ -37,7 +41,13 @@ def batch_bytes(
         return
     rest = _prepend(head, body)
     decoded = _gunzip(rest, problems) if gzip_declared or head.startswith(GZIP_MAGIC) else rest
-    yield from _limited(decoded, max_decompressed_bytes, "decompressed batch", problems)
+    limited = _limited(decoded, max_decompressed_bytes, "decompressed batch", problems)
+    if checkpoint is None:
+        yield from limited
+        return
+    for block in limited:
+        checkpoint()
+        yield block
 
 
 def _prepend(head: bytes, chunks: Iterator[bytes]) -> Iterator[bytes]:

@@ -5,13 +5,17 @@ Every line goes through :meth:`TransactionValidator.accept`: one chain of cheap 
 after a shape check). Only when that chain fails does
 :meth:`TransactionValidator.check_values` work out which fields are wrong and why, so the
 error path can afford clear messages while the common path stays at a few microseconds.
+
+A timestamp is valid only if the warehouse can store it: it keeps every ``occurred_at`` in
+UTC, so a local time whose UTC instant falls outside years 1 to 9999 (``9999-12-31T23:59:59
+-23:59``) is refused here, with its line, rather than failing its chunk in the controller.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import ClassVar, Protocol
 
 from initiator.intake.duplicates import Duplicate, DuplicateDetector
@@ -32,6 +36,8 @@ _is_timestamp_without_offset = re.compile(_TIMESTAMP_SHAPE, re.ASCII).fullmatch
 MAX_QUANTITY_DIGITS = len(str(MAX_QUANTITY))
 """A CSV quantity longer than this is out of range; checked before ``int()`` is paid for."""
 _fromisoformat = datetime.fromisoformat
+#: Only a date-time in the first or last year can leave the range once converted to UTC.
+_EDGE_YEARS = frozenset({datetime.min.year, datetime.max.year})
 
 
 class CodeBook(Protocol):
@@ -88,6 +94,11 @@ class TransactionValidator:
             except ValueError:
                 pass  # a well-shaped impossible date-time, e.g. February 30
             else:
+                if when.year in _EDGE_YEARS and not storable(when):
+                    self._reject(
+                        line, transaction_id, customer_id, sku, quantity, region, occurred_at
+                    )
+                    return None
                 duplicates = self._add_id(transaction_id, line)
                 if duplicates:
                     self.report_duplicates(duplicates)
@@ -101,6 +112,19 @@ class TransactionValidator:
                 )
                 transaction.occurred_at_text = occurred_at  # for the payload, see there
                 return transaction
+        self._reject(line, transaction_id, customer_id, sku, quantity, region, occurred_at)
+        return None
+
+    def _reject(
+        self,
+        line: int,
+        transaction_id: str,
+        customer_id: str,
+        sku: str,
+        quantity: int | None,
+        region: str,
+        occurred_at: str,
+    ) -> None:
         values = {
             "transaction_id": transaction_id,
             "customer_id": customer_id,
@@ -109,7 +133,6 @@ class TransactionValidator:
             "occurred_at": occurred_at,
         }
         self.check_values(line, values, quantity)
-        return None
 
     def check_unique(self, line: int, transaction_id: str) -> None:
         duplicates = self._add_id(transaction_id, line)
@@ -204,12 +227,26 @@ def id_problem(name: str, value: str) -> str | None:
     return None
 
 
+def storable(when: datetime) -> bool:
+    """Whether the UTC instant of an aware date-time is within years 1 to 9999."""
+    try:
+        when.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
 def timestamp_problem(text: str) -> str | None:
     if _is_timestamp(text):
         try:
-            datetime.fromisoformat(text)
+            when = datetime.fromisoformat(text)
         except ValueError as exc:
             return f"occurred_at {text!r} is not a real date-time: {exc}"
+        if not storable(when):
+            return (
+                f"occurred_at {text!r} is outside the range the warehouse stores: in UTC it "
+                "falls before 0001-01-01T00:00:00Z or after 9999-12-31T23:59:59.999999Z"
+            )
         return None
     if _is_timestamp_without_offset(text):
         return f"occurred_at {text!r} has no UTC offset; end it with 'Z' or an offset like +02:00"

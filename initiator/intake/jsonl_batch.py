@@ -2,7 +2,7 @@
 
 Types are strict because JSON has them: ids, codes and the timestamp must be strings, the
 quantity a JSON integer (``true`` is not 1, ``5.0`` and ``"5"`` are not 5). Blank lines are
-skipped; unknown keys are ignored like extra CSV columns.
+skipped (up to a cap); unknown keys are ignored like extra CSV columns.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from initiator.intake.blank_lines import BlankLines
 from initiator.intake.fields import REQUIRED_FIELDS, TransactionValidator
 from initiator.intake.problems import ProblemCollector, Status
 from shared.domain.transactions import Transaction
@@ -27,6 +28,7 @@ def jsonl_records(
     accept = validator.accept
     line = 0
     records = 0
+    blanks = BlankLines(problems)
     for block in blocks:
         for text in block:
             line += 1
@@ -34,7 +36,8 @@ def jsonl_records(
                 item = _loads(text)
             except (ValueError, RecursionError) as exc:
                 if not text.strip():
-                    continue  # a blank line (the decoder rejects it; it is no record)
+                    blanks.skip(line)  # the decoder rejects it; it is no record
+                    continue
                 records += 1
                 problems.add(line, None, _json_problem(exc), Status.MALFORMED)
                 yield line, None

@@ -12,7 +12,7 @@ transactions but keeps scanning, to report up to ``max_problems`` of them in lin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from initiator.intake.csv_batch import csv_records
@@ -32,8 +32,9 @@ from initiator.intake.problems import (
 from shared.closing import Closing
 from shared.domain.transactions import Transaction
 
-DEFAULT_MAX_DECOMPRESSED_BYTES = 4 * 1024**3
-"""4 GiB: well above the 1 GB batches the design expects, far below what a bomb reaches."""
+DEFAULT_MAX_DECOMPRESSED_BYTES = 1024**3
+"""1 GiB: the 1 GB batches the design expects, and what a sample deployment can afford to
+parse for one small compressed body (``BILLING_MAX_DECOMPRESSED_BYTES`` has the same)."""
 
 
 class BatchReader(Closing):
@@ -55,8 +56,10 @@ class BatchReader(Closing):
         duplicates: DuplicateDetector,
         max_body_bytes: int | None,
         max_decompressed_bytes: int | None,
+        checkpoint: Callable[[], None] | None = None,
     ) -> None:
         self._chunks = chunks
+        self._checkpoint = checkpoint
         self._declared_format = batch_format
         self._gzip = gzip
         self._problems = problems
@@ -116,6 +119,7 @@ class BatchReader(Closing):
             max_body_bytes=max_body_bytes,
             max_decompressed_bytes=max_decompressed_bytes,
             problems=problems,
+            checkpoint=self._checkpoint,
         )
         first_byte, content = strip_bom_and_sniff(body)
         if first_byte == b"":
@@ -157,6 +161,7 @@ def parse_batch(
     max_decompressed_bytes: int | None = DEFAULT_MAX_DECOMPRESSED_BYTES,
     temp_dir: str | Path | None = None,
     duplicates_in_memory: int = DEFAULT_MEMORY_LIMIT,
+    checkpoint: Callable[[], None] | None = None,
 ) -> BatchReader:
     """Read a batch file from the body's chunks, lazily: nothing is read until iteration.
 
@@ -164,6 +169,8 @@ def parse_batch(
     ``max_decompressed_bytes`` the batch file itself; either gives 413. Unsupported
     ``content_type`` / ``content_encoding`` give 415 at once (``rejection()`` answers before
     iterating). ``temp_dir`` and ``duplicates_in_memory`` tune the duplicate detector.
+    ``checkpoint`` is called before each block of the (inflated) file is parsed; an
+    exception it raises ends the scan and propagates (see :func:`batch_bytes`).
     """
     problems = ProblemCollector(max_problems, field_order=REQUIRED_FIELDS)
     return BatchReader(
@@ -175,4 +182,5 @@ def parse_batch(
         duplicates=DuplicateDetector(memory_limit=duplicates_in_memory, temp_dir=temp_dir),
         max_body_bytes=max_body_bytes,
         max_decompressed_bytes=max_decompressed_bytes,
+        checkpoint=checkpoint,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.tracing import trace_context
 
 
 def trigger_event(record: BatchRecord, *, storage_account: str, queues: list[str]) -> TriggerEvent:
@@ -21,6 +22,7 @@ def trigger_event(record: BatchRecord, *, storage_account: str, queues: list[str
         batch_id=record.batch_id,
         priority=record.priority,
         chunk_count=record.chunks,
+        trace=trace_context(),
     )
 
 

@@ -20,6 +20,7 @@ from initiator.publishing.payloads import StoredChunk
 from shared.contracts.messages import WorkItem
 from shared.domain.priority import Priority
 from shared.storage.ports import Queue
+from shared.tracing import trace_context
 
 DEFAULT_SEND_THREADS = 8
 Q = TypeVar("Q")
@@ -28,6 +29,7 @@ Q = TypeVar("Q")
 def work_items(
     batch_id: str, priority: Priority, pricebook_version: str, chunks: Sequence[StoredChunk]
 ) -> list[WorkItem]:
+    trace = trace_context()  # the intake span's: each chunk's rating is its child
     return [
         WorkItem(
             batch_id=batch_id,
@@ -39,6 +41,7 @@ def work_items(
             transactions=chunk.transactions,
             sha256=chunk.sha256,
             pricebook_version=pricebook_version,
+            trace=trace,
         )
         for chunk in chunks
     ]

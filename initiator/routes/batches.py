@@ -1,8 +1,14 @@
 """``POST /batches`` (take a batch file) and ``GET /batches/{id}`` (what is known about it).
 
-The POST handler stays on the event loop only to check the headers; the body is read,
-validated and published by :class:`~initiator.acceptance.BatchAcceptance` in a worker
-thread that pulls the body through :class:`~initiator.body.BlockingBody`.
+The POST handler stays on the event loop only to check the headers and claim an intake slot
+(:mod:`initiator.intake_slots`); the body is read, validated and published by
+:class:`~initiator.acceptance.BatchAcceptance` in a worker thread of the intakes' own pool,
+which pulls the body through :class:`~initiator.body.BlockingBody` at the pace the settings
+demand, and stops if the client hangs up (:mod:`initiator.disconnect`).
+
+``Location`` and ``status_url`` are relative (``/batches/{id}``) unless
+``BILLING_PUBLIC_BASE_URL`` says where the API is reached: never built from the request's
+``Host`` header, which the client chooses.
 """
 
 from __future__ import annotations
@@ -17,9 +23,13 @@ from fastapi.responses import JSONResponse
 from initiator.acceptance import BatchRequest
 from initiator.auth import require_api_key
 from initiator.body import BlockingBody
+from initiator.body_pace import BodyPace
 from initiator.dependencies import Services, get_services
+from initiator.disconnect import unless_client_leaves
 from initiator.errors import problem, too_large
 from initiator.idempotency import MAX_KEY_LENGTH
+from initiator.intake_slots import IntakeSlots
+from initiator.openapi import BATCH_FILE_BODY
 from initiator.schemas import BatchAccepted, BatchStatusView, ProblemDetails
 from shared.contracts.batch_records import BatchRecord
 from shared.domain.priority import Priority
@@ -35,8 +45,9 @@ BATCH_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
     response_model=BatchAccepted,
     responses={
         200: {"model": BatchAccepted, "description": "The same batch again (Idempotency-Key)"},
-        **{code: {"model": ProblemDetails} for code in (400, 409, 413, 415, 422, 503)},
+        **{code: {"model": ProblemDetails} for code in (400, 408, 409, 413, 415, 422, 503)},
     },
+    openapi_extra={"requestBody": BATCH_FILE_BODY},
 )
 async def submit_batch(
     request: Request,
@@ -52,19 +63,32 @@ async def submit_batch(
     services: Services = Depends(get_services),
 ) -> Any:
     """Take a batch file (CSV or JSON Lines, optionally gzip): 202 once it is on the queues."""
-    limit = services.settings.max_body_bytes
+    settings = services.settings
+    limit = settings.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         return too_large(limit)  # before reading a byte
+    pace = BodyPace(
+        idle_timeout=settings.request_body_idle_timeout_seconds,
+        min_bytes_per_second=settings.request_body_min_bytes_per_second,
+    )
+    body = BlockingBody(request.stream(), limit=limit, pace=pace)
     batch = BatchRequest(
         priority=priority,
         content_type=request.headers.get("content-type"),
         content_encoding=request.headers.get("content-encoding"),
         idempotency_key=idempotency_key,
+        checkpoint=body.checkpoint,
     )
-    body = BlockingBody(request.stream(), limit=limit)
-    outcome = await anyio.to_thread.run_sync(partial(services.acceptance.accept, body, batch))
-    status_url = str(request.url_for("get_batch", batch_id=outcome.record.batch_id))
+    slots: IntakeSlots = request.app.state.intake_slots
+    accept = partial(services.acceptance.accept, body, batch)
+    with slots.claim():
+        outcome = await unless_client_leaves(
+            request.receive,
+            body,
+            partial(anyio.to_thread.run_sync, accept, limiter=slots.threads),
+        )
+    status_url = _status_url(request, outcome.record.batch_id, settings.public_base_url)
     answer = _accepted(outcome.record, status_url)
     return JSONResponse(
         answer.model_dump(mode="json"),
@@ -87,6 +111,13 @@ def get_batch(
     if stored is None:
         return problem(404, "Batch not found", f"no batch {batch_id!r}")
     return BatchStatusView.of(stored.record)
+
+
+def _status_url(request: Request, batch_id: str, public_base_url: str | None) -> str:
+    path = str(request.app.url_path_for("get_batch", batch_id=batch_id))
+    if public_base_url:
+        return public_base_url.rstrip("/") + path
+    return str(request.scope.get("root_path", "")) + path
 
 
 def _accepted(record: BatchRecord, status_url: str) -> BatchAccepted:

@@ -1,4 +1,9 @@
-"""``GET /healthz``: the one route without authentication, for probes and load balancers."""
+"""``GET /healthz``: the one route without authentication, for probes and load balancers.
+
+A coroutine on purpose: it runs on the event loop itself, so it answers even while every
+worker thread is busy (a probe that waits behind a queue of uploads would restart a
+healthy instance).
+"""
 
 from __future__ import annotations
 
@@ -8,5 +13,5 @@ router = APIRouter(tags=["health"])
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     return {"status": "ok"}

@@ -3,6 +3,8 @@
 The invoices live in the warehouse (the controller adds each chunk's subtotals to them), so
 this is the one route of the initiator that reads SQL. While a batch is processing, the
 page shows the invoices so far; they are final once the batch status is ``completed``.
+A warehouse that is locked or down answers 503 with ``Retry-After`` (see
+:mod:`initiator.errors`), never a 500.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from initiator.auth import require_api_key
 from initiator.dependencies import Services, get_services
-from initiator.errors import problem
+from initiator.errors import WAREHOUSE_RETRY_AFTER_SECONDS, problem
 from initiator.routes.batches import BATCH_ID_PATTERN
 from initiator.schemas import ProblemDetails
 from shared.warehouse.invoices import (
@@ -25,6 +27,9 @@ from shared.warehouse.invoices import (
 
 router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 
+#: The largest offset SQL takes (a signed 64-bit integer); beyond it SQLite overflows.
+MAX_OFFSET = 2**63 - 1
+
 
 @router.get(
     "/batches/{batch_id}/invoices",
@@ -35,7 +40,7 @@ router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 def get_batch_invoices(
     batch_id: Annotated[str, Path(pattern=BATCH_ID_PATTERN)],
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
     order: Annotated[InvoiceOrder, Query(description="customer id, or largest total")] = (
         "customer"
     ),
@@ -46,4 +51,5 @@ def get_batch_invoices(
     try:
         return services.invoices.page(batch_id, limit=limit, offset=offset, order=order)
     except WarehouseNotReadyError as error:
-        return problem(503, "Warehouse not ready", str(error))
+        retry_after = {"Retry-After": str(WAREHOUSE_RETRY_AFTER_SECONDS)}
+        return problem(503, "Warehouse not ready", str(error), headers=retry_after)

@@ -3,6 +3,9 @@
 Payloads never ride in a message (the claim check, docs/patterns.md): a work item
 names the chunk's blob, a result names the result blob. Messages stay a few hundred bytes,
 far below the 64 KiB queue limit.
+
+The messages that start work in another role also carry the trace context of the span that
+sent them (``trace``, :mod:`shared.tracing`), left out of the text when nothing is traced.
 """
 
 from __future__ import annotations
@@ -21,7 +24,17 @@ class _Message(BaseModel):
         return self.model_dump_json()
 
 
-class WorkItem(_Message):
+class _Traced(_Message):
+    trace: dict[str, str] = Field(
+        default_factory=dict,
+        description="W3C trace context of the sending span (traceparent, tracestate)",
+    )
+
+    def to_text(self) -> str:
+        return self.model_dump_json(exclude=None if self.trace else {"trace"})
+
+
+class WorkItem(_Traced):
     """One chunk of a batch to rate: the reference to its payload blob and how to check it."""
 
     v: Literal[1] = 1
@@ -40,7 +53,7 @@ class WorkItem(_Message):
         return cls.model_validate_json(text)
 
 
-class ChunkResult(_Message):
+class ChunkResult(_Traced):
     """A rated chunk, ready for the controller: the reference to its result blob."""
 
     v: Literal[1] = 1
@@ -67,7 +80,7 @@ class ChunkFailed(_Message):
     error: str
 
 
-class TriggerEvent(_Message):
+class TriggerEvent(_Traced):
     """The push trigger's event: there is work on these queues.
 
     Published once per accepted batch on the trigger topic, with the application property

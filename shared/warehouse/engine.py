@@ -8,27 +8,36 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 
+from shared.warehouse.entra import default_credential, sign_in_with_tokens, wants_entra_token
+
 #: How long a SQLite writer waits for another one before "database is locked" (ms). The
 #: reducer's transactions last milliseconds; a long wait only happens under heavy load.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
-def make_engine(url: str, **engine_options: Any) -> Engine:
+def make_engine(url: str, *, read_only: bool = False, **engine_options: Any) -> Engine:
     """A SQLAlchemy engine for ``url`` (``Settings.resolved_warehouse_url``).
 
-    PostgreSQL (``postgresql+psycopg://…``) needs nothing special. For a SQLite file the
+    PostgreSQL (``postgresql+psycopg://…``) needs nothing special, except that an Azure
+    server named without a password gets Microsoft Entra tokens as passwords
+    (:mod:`shared.warehouse.entra`). For a SQLite file the
     folder is created if missing (a first run has no ``.billing`` yet) and every connection
-    gets the pragmas in :func:`_configure_sqlite_connection`; every transaction starts with
-    ``BEGIN IMMEDIATE`` (see :func:`_begin_immediate`).
+    gets the pragmas in :func:`_configure_sqlite_connection`; every transaction of a writer
+    starts with ``BEGIN IMMEDIATE`` (see :func:`_begin_immediate`). A ``read_only`` engine
+    (the initiator's invoice pages) keeps SQLite's deferred ``BEGIN``: in WAL mode its
+    reads then never wait for a writer's lock.
     """
     parsed = make_url(url)
     is_sqlite = parsed.get_backend_name() == "sqlite"
     if is_sqlite and parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(parsed, pool_pre_ping=not is_sqlite, **engine_options)
+    if wants_entra_token(parsed):
+        sign_in_with_tokens(engine, default_credential())
     if is_sqlite:
         event.listen(engine, "connect", _configure_sqlite_connection)
-        event.listen(engine, "begin", _begin_immediate)
+        if not read_only:
+            event.listen(engine, "begin", _begin_immediate)
     return engine
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from billing.demo.cluster import Cluster, free_port
 from billing.sample_batches import write_batch_file
+from processor.worker import HEARTBEAT_BUSY_SECONDS
 from tests.support.deployment_settings import billing_environment, deployment_values
 from tests.terminal.terminal import Terminal
 
@@ -207,7 +208,7 @@ def test_the_processors_report_what_they_rated_and_their_requests(deployment: De
         timeout=30,
     )
     with client:
-        before = {p["instance"]: p["rated_transactions"] for p in live(client)["processors"]}
+        before = settled_rated(client)
         batch = deployment.folder / "rated.csv"
         write_batch_file(batch, TRANSACTIONS, customers=200, seed=6, file_format="csv")
         with batch.open("rb") as body:
@@ -232,6 +233,29 @@ def test_the_processors_report_what_they_rated_and_their_requests(deployment: De
             time.sleep(0.5)
         assert rated == TRANSACTIONS
         assert deleted_per_minute > 0
+
+
+def settled_rated(client: httpx.Client) -> dict[str, int]:
+    """Each processor's rated count once its heartbeat has caught up with its work.
+
+    A busy processor writes its heartbeat every ``HEARTBEAT_BUSY_SECONDS``, so right after an
+    earlier test's batch the figure can be one beat behind what it rated: wait until it holds
+    still for longer than a beat.
+    """
+
+    def rated() -> dict[str, int]:
+        return {p["instance"]: p["rated_transactions"] for p in live(client)["processors"]}
+
+    seen, since = rated(), time.monotonic()
+    deadline = since + COMPLETE_SECONDS
+    while time.monotonic() < deadline:
+        time.sleep(1.0)
+        now = rated()
+        if now != seen:
+            seen, since = now, time.monotonic()
+        elif seen and time.monotonic() - since > HEARTBEAT_BUSY_SECONDS + 2:
+            return seen
+    raise AssertionError(f"the processors' rated counts never settled: {seen}")
 
 
 def live(client: httpx.Client) -> dict[str, Any]:

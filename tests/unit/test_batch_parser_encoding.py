@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from initiator.intake import parse_batch
+from initiator.intake.blank_lines import MAX_BLANK_LINES
 from tests.unit.batch_files import (
     PRICEBOOK,
     accepted,
@@ -90,7 +91,8 @@ def test_garbage_after_a_gzip_member() -> None:
 
 
 def test_a_gzip_bomb_stops_at_the_decompressed_limit_without_reading_on() -> None:
-    member = gzip.compress(b"\n" * 1_000_000, compresslevel=9)
+    # Not blank lines: those stop at the blank-line cap, long before any size limit.
+    member = gzip.compress(b"x" * 1_000_000, compresslevel=9)
     compressed = member * 200  # concatenated members: ~200 KB that inflate to 200 MB
     assert len(compressed) < 250_000
     consumed = 0
@@ -206,3 +208,25 @@ def test_a_bom_only_once_at_the_start() -> None:
 def test_a_long_blank_prefix_is_read_as_csv_with_exact_line_numbers() -> None:
     body = b"\n" * 70_000 + csv_body(row("T1"))
     assert accepted(pieces(body, 8192), content_type=None) == [(70_002, transaction("T1"))]
+
+
+def test_a_gzip_bomb_of_blank_lines_stops_at_the_blank_line_cap() -> None:
+    """A header and 50 MB of newlines in 50 KB: skipped lines count, so it stops early."""
+    member = gzip.compress(b"\n" * 1_000_000, compresslevel=9)
+    compressed = gzip.compress(BODY.splitlines(keepends=True)[0]) + member * 50
+    consumed = 0
+
+    def chunks() -> Iterator[bytes]:
+        nonlocal consumed
+        for chunk in pieces(compressed, 4096):
+            consumed += len(chunk)
+            yield chunk
+
+    rejection = rejected(chunks())
+    assert rejection.status_code == 400
+    assert only_problem(rejection) == (
+        MAX_BLANK_LINES + 2,
+        None,
+        f"more than {MAX_BLANK_LINES:,} blank lines: a batch file holds transactions, not padding",
+    )
+    assert consumed < len(compressed) // 5

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from initiator.intake.blank_lines import MAX_BLANK_LINES
 from tests.unit.batch_files import (
     accepted,
     jsonl_body,
@@ -181,3 +182,10 @@ def test_field_rules_apply_as_in_csv() -> None:
 def test_only_blank_lines_is_an_empty_batch() -> None:
     rejection = rejected(b"\n \n", content_type=NDJSON)
     assert only_problem(rejection) == (None, None, "empty batch: the body holds no data")
+
+
+def test_blank_lines_beyond_the_cap_stop_the_scan() -> None:
+    body = b"\n" * (MAX_BLANK_LINES + 1) + jsonl_body(record(transaction_id="T1"))
+    rejection = rejected(body, content_type="application/x-ndjson")
+    assert rejection.status_code == 400
+    assert only_problem(rejection)[:2] == (MAX_BLANK_LINES + 1, None)

@@ -1,0 +1,98 @@
+"""The OpenAPI document describes the API as it answers, and its errors share one shape.
+
+Schemathesis (``test_schemathesis.py``) checks answers against the document at large; these
+tests pin what FastAPI's generated document alone got wrong: the 401 of every route behind
+the key, 422 as our problem details, and the body of ``POST /batches``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from initiator.schemas import ProblemDetails
+from tests.api.harness import API_KEY, AUTH
+from tests.support.deployment_settings import deployment_values, settings_factory
+from tests.support.live_initiator import LiveInitiator, serving
+
+PROBLEM_REF = "#/components/schemas/ProblemDetails"
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveInitiator]:
+    folder = tmp_path_factory.mktemp("openapi")
+    settings = settings_factory(deployment_values(folder, api_keys=[API_KEY]))()
+    with serving(settings) as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def document(live: LiveInitiator) -> dict[str, Any]:
+    response = httpx.get(f"{live.base_url}/openapi.json", headers=AUTH)
+    assert response.status_code == 200
+    loaded: dict[str, Any] = response.json()
+    return loaded
+
+
+def operations(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            yield f"{method.upper()} {path}", operation
+
+
+def schema_ref(response: dict[str, Any]) -> str | None:
+    ref: str | None = response["content"]["application/json"]["schema"].get("$ref")
+    return ref
+
+
+def test_every_route_behind_the_key_documents_its_401_as_a_problem(
+    document: dict[str, Any],
+) -> None:
+    secured = [(name, op) for name, op in operations(document) if op.get("security")]
+    assert len(secured) >= 8
+    for name, operation in secured:
+        assert "401" in operation["responses"], name
+        assert schema_ref(operation["responses"]["401"]) == PROBLEM_REF, name
+    public = {name for name, op in operations(document) if not op.get("security")}
+    assert public == {"GET /healthz"}
+
+
+def test_every_422_is_documented_as_a_problem_not_as_fastapis_model(
+    document: dict[str, Any],
+) -> None:
+    assert "HTTPValidationError" not in json.dumps(document)
+    documented_422 = [(n, op) for n, op in operations(document) if "422" in op["responses"]]
+    assert documented_422
+    for name, operation in documented_422:
+        assert schema_ref(operation["responses"]["422"]) == PROBLEM_REF, name
+
+
+def test_post_batches_documents_its_body(document: dict[str, Any]) -> None:
+    body = document["paths"]["/batches"]["post"]["requestBody"]
+    assert body["required"] is True
+    assert {"text/csv", "application/x-ndjson", "application/gzip"} <= set(body["content"])
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "status"),
+    [
+        ("/batches/some-batch", {}, 401),
+        ("/batches/some-batch", {"Authorization": "Bearer wrong"}, 401),
+        ("/batches/some-batch", AUTH, 404),
+        ("/no/such/route", AUTH, 404),
+        ("/batches/some-batch/invoices?limit=0", AUTH, 422),
+    ],
+)
+def test_error_answers_are_problem_details(
+    live: LiveInitiator, path: str, headers: dict[str, str], status: int
+) -> None:
+    response = httpx.get(f"{live.base_url}{path}", headers=headers)
+    assert response.status_code == status
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert set(body) == set(ProblemDetails.model_fields)
+    assert ProblemDetails.model_validate(body).status == status
