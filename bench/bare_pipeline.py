@@ -3,15 +3,21 @@
 The yardstick of the end-to-end figure: what one process does with the same batch
 file when nothing is distributed. It calls the production functions directly — the
 streaming validating parser (:func:`initiator.intake.parse_batch`, duplicates and control
-totals included), the rater (:func:`processor.rating.rater_for` and ``subtotals``) and the
-reducer (:func:`controller.reducer.apply_chunk`: one database transaction per chunk
-of ``chunk_size``) into a fresh SQLite warehouse — and skips only what distribution adds:
-payload and result blobs, queues, the trigger, the blob-backed order-id allocator (ids
-come from a counter in memory).
+totals included), the processors' rater
+(:meth:`processor.integer_rater.IntegerRater.rate_rows`) and the reducer
+(:func:`controller.reducer.apply_rows`: one database transaction per chunk, chunks growing
+as the initiator cuts them) into a fresh SQLite warehouse — and skips only what
+distribution adds: payload and result blobs, queues, the trigger, the blob-backed order-id
+allocator (ids come from a counter in memory).
+
+:func:`run_lean_loop` is the other yardstick: the same charges stored by the leanest loop
+(``csv.reader``, the integer rater, the bulk loader), what the file costs Python at all.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import itertools
 import time
 from dataclasses import dataclass
@@ -20,13 +26,12 @@ from pathlib import Path
 
 from sqlalchemy import Engine, insert, update
 
-from controller.reducer import apply_chunk
-from initiator.acceptance import chunks_of
+from controller.charge_loader import load_charges
+from controller.reducer import apply_rows
+from initiator.acceptance import growing_chunks
 from initiator.intake import parse_batch
-from processor.rating import rater_for
+from processor.integer_rater import IntegerRater
 from shared.contracts.chunk_payload import NumberedTransaction
-from shared.contracts.chunk_result import ChargeRow
-from shared.domain.charges import subtotals
 from shared.domain.pricebook import sample_pricebook
 from shared.domain.transactions import ControlTotalsBuilder
 from shared.warehouse import Batch, make_engine, upgrade
@@ -59,20 +64,23 @@ class MemoryIds:
         return [next(self._next) for _ in range(count)]
 
 
-def run_bare_pipeline(data: bytes, warehouse: Path, *, chunk_size: int) -> BareTimings:
-    """Parse, rate and insert the CSV batch ``data`` into a new SQLite file ``warehouse``."""
+def run_bare_pipeline(
+    data: bytes, warehouse: Path, *, chunk_size: int, max_chunk_size: int
+) -> BareTimings:
+    """Parse, rate and insert the CSV batch ``data`` into a new SQLite file ``warehouse``,
+    in chunks as the initiator cuts them (``chunk_size`` doubling up to ``max_chunk_size``)."""
     url = f"sqlite:///{warehouse}"
     upgrade(url)
     engine = make_engine(url)
     try:
-        return _run(data, engine, chunk_size)
+        return _run(data, engine, chunk_size, max_chunk_size)
     finally:
         engine.dispose()
 
 
-def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
+def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> BareTimings:
     book = sample_pricebook()
-    rater = rater_for(book)
+    rater = IntegerRater(book)
     ids = MemoryIds()
     totals = ControlTotalsBuilder()
     _insert_batch_row(engine, book.version_hash())
@@ -81,7 +89,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
     started = time.perf_counter()
     reader = parse_batch([data], content_type="text/csv", content_encoding=None, pricebook=book)
     with reader:
-        chunks = chunks_of(reader, chunk_size)
+        chunks = growing_chunks(reader, chunk_size, max_chunk_size)
         for chunk in itertools.count():
             t0 = time.perf_counter()
             rows: list[NumberedTransaction] | None = next(chunks, None)
@@ -91,19 +99,27 @@ def _run(data: bytes, engine: Engine, chunk_size: int) -> BareTimings:
             for _, tx in rows:
                 totals.add(tx.transaction_id, tx.quantity)
             t1 = time.perf_counter()
-            rated = [rater.rate(tx) for _, tx in rows]
-            sums = subtotals(rated)
-            charges = [
-                ChargeRow(line, tx.occurred_at, c)
-                for (line, tx), c in zip(rows, rated, strict=True)
+            # The payload's rows, as a processor decodes them from the blob.
+            payload_rows = [
+                [
+                    line,
+                    tx.transaction_id,
+                    tx.customer_id,
+                    tx.sku,
+                    tx.quantity,
+                    tx.region,
+                    tx.occurred_at_text or tx.occurred_at.isoformat(),
+                ]
+                for line, tx in rows
             ]
+            rated, sums = rater.rate_rows(payload_rows)
             t2 = time.perf_counter()
-            apply_chunk(
+            apply_rows(
                 engine,
                 batch_id=BATCH_ID,
                 chunk=chunk,
-                charges=charges,
-                subtotals=sums.values(),
+                rows=rated,
+                subtotals=sums,
                 currency=book.currency,
                 allocator=ids,
                 processor="bare",
@@ -151,3 +167,40 @@ def _close_batch(engine: Engine, totals: ControlTotalsBuilder) -> None:
                 completed_at=datetime.now(UTC),
             )
         )
+
+
+def run_lean_loop(data: bytes, warehouse: Path, *, rows_per_transaction: int = 2000) -> float:
+    """Seconds for the leanest loop that stores the same charges: ``csv.reader``, the integer
+    rater, the bulk loader, one SQLite transaction per ``rows_per_transaction`` rows.
+
+    The yardstick of what Python does with this file at all: no validation, no duplicate
+    check, no control totals, no invoices. The warehouse has the production schema (the
+    same two unique keys and indexes), so the insert costs what the pipeline's does.
+    """
+    url = f"sqlite:///{warehouse}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        book = sample_pricebook()
+        _insert_batch_row(engine, book.version_hash())
+        rater, currency = IntegerRater(book), book.currency
+        started = time.perf_counter()
+        reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+        next(reader)  # the header
+        order_id = itertools.count(1)
+        for chunk in itertools.count():
+            lines = list(itertools.islice(reader, rows_per_transaction))
+            if not lines:
+                break
+            rated, _ = rater.rate_rows(
+                [line, tx_id, customer, sku, int(quantity), region, at]
+                for line, (tx_id, customer, sku, quantity, region, at) in enumerate(lines)
+            )
+            with engine.begin() as connection:
+                load_charges(
+                    connection,
+                    [(next(order_id), BATCH_ID, chunk, currency, *row[1:]) for row in rated],
+                )
+        return time.perf_counter() - started
+    finally:
+        engine.dispose()

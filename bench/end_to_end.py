@@ -1,15 +1,21 @@
 """End-to-end throughput against the bare single-process pipeline, and the hot path's requests.
 
     python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
+                               [--backend embedded|azurite]
 
 Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
 random seed 7), in one run:
 
 * **end to end**: :func:`billing.demo.scenario.run_demo` starts initiator, processors (one
-  process per core) and controller as processes on the embedded backend and times
-  ``POST /batches`` → batch ``completed`` (reconciled, or the benchmark fails);
+  process per core) and controller as processes on ``--backend`` (embedded by default;
+  ``azurite`` starts an Azurite of its own) and times ``POST /batches`` → batch
+  ``completed`` (reconciled, or the benchmark fails), counting every storage request the
+  roles made meanwhile, start-up, idle loops and the status polls included;
 * **bare**: :mod:`bench.bare_pipeline`, parse + rate + insert in one loop in this process;
-* **hot path**: :mod:`bench.hot_path`, storage requests per 1,000 transactions by role.
+* **lean**: :func:`bench.bare_pipeline.run_lean_loop`, ``csv.reader`` + integer rating +
+  bulk insert, no validation: what the file costs Python at all;
+* **hot path**: :mod:`bench.hot_path`, storage requests per 1,000 transactions by role, on
+  the same backend.
 
 The ratio end-to-end / bare says what distribution costs (or, with more cores, gains) on
 this machine: queues, blobs, a trigger, JSON and gzip on every chunk, three roles sharing
@@ -24,8 +30,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from bench.bare_pipeline import BareTimings, run_bare_pipeline
-from bench.deployment import batch_file, open_deployment
+from bench.bare_pipeline import BareTimings, run_bare_pipeline, run_lean_loop
+from bench.deployment import BACKENDS, Backend, batch_file, open_deployment
 from bench.hot_path import HotPath, count_hot_path
 from bench.report import Cell, Report, base_parser
 from billing.demo.scenario import DemoResult, run_demo
@@ -40,61 +46,101 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser("end-to-end throughput vs the bare pipeline; hot-path requests")
     parser.add_argument("--transactions", type=int, default=None)
     parser.add_argument("--processes", type=int, default=None, help="default: one per core")
+    parser.add_argument("--backend", choices=BACKENDS, default="embedded")
     args = parser.parse_args(argv)
+    backend: Backend = args.backend
     transactions: int = args.transactions or (4_000 if args.quick else 100_000)
     processes: int = args.processes or os.cpu_count() or 1
-    chunk_size = Settings.model_fields["chunk_size"].default
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
     report = Report(benchmark="end_to_end", quick=args.quick)
 
     print(f"  demo: {transactions:,} transactions, {processes} processors", file=sys.stderr)
-    demo = run_demo(transactions=transactions, processes=processes)
+    demo = run_demo(transactions=transactions, processes=processes, backend=backend)
     if not demo.reconciled:
         raise RuntimeError(f"the demo batch did not reconcile: {demo.status}")
     print("  bare pipeline", file=sys.stderr)
     data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
     with tempfile.TemporaryDirectory(prefix="billing-bare-") as folder:
-        bare = run_bare_pipeline(data, Path(folder) / "warehouse.sqlite3", chunk_size=chunk_size)
+        bare = run_bare_pipeline(
+            data,
+            Path(folder) / "warehouse.sqlite3",
+            chunk_size=defaults.chunk_size,
+            max_chunk_size=defaults.max_chunk_size,
+        )
+        print("  lean loop", file=sys.stderr)
+        lean_seconds = run_lean_loop(data, Path(folder) / "lean.sqlite3")
     print("  hot path, role by role", file=sys.stderr)
-    with open_deployment("embedded") as deployment:
+    with open_deployment(backend) as deployment:
         hot = count_hot_path(deployment, transactions)
     if not hot.reconciled:
         raise RuntimeError("the hot-path batch did not reconcile")
 
-    add_throughput(report, demo, bare, processes)
+    add_throughput(report, demo, bare, lean_seconds, processes, backend)
     add_hot_path(report, hot)
     report.emit(args.json)
     return 0
 
 
-def add_throughput(report: Report, demo: DemoResult, bare: BareTimings, processes: int) -> None:
+def add_throughput(
+    report: Report,
+    demo: DemoResult,
+    bare: BareTimings,
+    lean_seconds: float,
+    processes: int,
+    backend: Backend,
+) -> None:
     ratio = demo.throughput / bare.throughput
+    lean = demo.transactions / lean_seconds
+    requests = meter.total(demo.storage_requests) * 1000 / demo.transactions
     report.table(
-        f"{demo.transactions:,} transactions, same file; embedded backend + SQLite",
-        ["pipeline", "seconds", "transactions/s", "ratio vs bare"],
+        f"{demo.transactions:,} transactions, same file; end to end on {backend} + SQLite",
+        [
+            "pipeline",
+            "seconds",
+            "transactions/s",
+            "ratio vs bare",
+            "ratio vs lean",
+            "requests per 1,000 tx",
+        ],
         [
             [
                 f"end to end: POST → completed ({processes} processors, 4+ processes)",
                 demo.seconds,
                 demo.throughput,
                 ratio,
+                demo.throughput / lean,
+                requests,
             ],
             [
-                "bare: parse + rate + insert, one loop, one process",
+                "bare: parse + rate + insert, one loop, one process (no storage)",
                 bare.total,
                 bare.throughput,
                 1.0,
+                bare.throughput / lean,
+                "",
             ],
-            ["  of which parse (validating, streaming)", bare.parse, "", ""],
-            ["  of which rate", bare.rate, "", ""],
-            ["  of which insert (SQLite, one transaction per chunk)", bare.insert, "", ""],
+            ["  of which parse (validating, streaming)", bare.parse, "", "", "", ""],
+            ["  of which rate", bare.rate, "", "", "", ""],
+            ["  of which insert (SQLite, one transaction per chunk)", bare.insert, "", "", "", ""],
+            [
+                "lean: csv.reader + integer rating + bulk insert, no validation",
+                lean_seconds,
+                lean,
+                lean / bare.throughput,
+                1.0,
+                "",
+            ],
         ],
     )
     report.figure("end_to_end.transactions_per_second", demo.throughput)
+    report.figure("end_to_end.requests_per_1000", requests)
     report.figure("bare.transactions_per_second", bare.throughput)
     report.figure("end_to_end_over_bare", ratio)
+    report.figure("end_to_end_over_lean", demo.throughput / lean)
     report.conclude(
         f"end to end runs at {ratio:.2f}x the bare single-process loop "
-        f"({demo.throughput:,.0f} vs {bare.throughput:,.0f} transactions/s)"
+        f"({demo.throughput:,.0f} vs {bare.throughput:,.0f} transactions/s), "
+        f"{demo.throughput / lean:.2f}x the lean loop ({lean:,.0f} transactions/s)"
     )
 
 
@@ -105,19 +151,21 @@ def add_hot_path(report: Report, hot: HotPath) -> None:
             meter.total(counts),
             hot.per_thousand(role),
             meter.total(counts) / hot.chunks,
+            hot.cpu_us_per_transaction(role),
             ", ".join(f"{kind} {n}" for kind, n in sorted(counts.items())),
         ]
         for role, counts in hot.requests.items()
     ]
     total = sum(meter.total(counts) for counts in hot.requests.values())
-    rows.append(["all roles", total, hot.per_thousand(), total / hot.chunks, ""])
+    rows.append(["all roles", total, hot.per_thousand(), total / hot.chunks, "", ""])
     report.table(
         f"hot path: {hot.transactions:,} transactions in {hot.chunks} chunks, role by role",
-        ["role", "requests", "per 1,000 transactions", "per chunk", "kinds"],
+        ["role", "requests", "per 1,000 transactions", "per chunk", "CPU µs per tx", "kinds"],
         rows,
     )
     for role in hot.requests:
         report.figure(f"hot_path.{role}.requests_per_1000", hot.per_thousand(role))
+        report.figure(f"hot_path.{role}.cpu_us_per_transaction", hot.cpu_us_per_transaction(role))
     report.figure("hot_path.requests_per_1000", hot.per_thousand())
     report.conclude(
         f"the hot path costs {hot.per_thousand():.1f} storage requests per 1,000 transactions "

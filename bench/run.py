@@ -29,6 +29,9 @@ BENCHMARKS: dict[str, str] = {
     "idle": "storage requests per idle hour per processor instance, four ways",
     "trigger_latency": "batch accepted → first work item dequeued, trigger vs polling",
     "end_to_end": "end-to-end throughput vs the bare pipeline; hot-path requests",
+    "rating": "integer rater vs Decimal rater, per transaction and per chunk",
+    "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
+    "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
 }
 
 

@@ -1,9 +1,11 @@
 """The live status: the controller copies each tally and each outcome into the batch record.
 
 ``GET /batches/{id}`` answers from the batch record alone (one table read, no SQL per
-poll). The figures themselves come from the warehouse: after every chunk the controller
-writes the tally it just took, and when a batch closes it copies the closed row's figures
-(status, completion time, warehouse totals, ``reconciled``) and the failed chunks' numbers.
+poll). The figures themselves come from the warehouse: as chunks settle the controller
+writes the tally it just took — in :data:`PROGRESS_STEPS` steps of the batch, not after
+every chunk, since each write costs a read and a write of table storage — and when a batch
+closes it copies the closed row's figures (status, completion time, warehouse totals,
+``reconciled``) and the failed chunks' numbers.
 
 Every write is ETag-conditional and **monotonic**: several controller threads tally the
 same batch at once, and a slower one must not replace a newer count with an older one. On
@@ -33,6 +35,22 @@ log = logging.getLogger(__name__)
 
 #: Conditional writes lost to other controller threads before giving up.
 MAX_ATTEMPTS = 20
+#: An open batch's progress is written about this many times in all (a batch of at most
+#: this many chunks, after every chunk): 20 % steps for a status page, and about a dozen
+#: storage requests of progress per batch however many chunks it has. Chunks grow with the
+#: batch, so even a large batch has only tens of them.
+PROGRESS_STEPS = 5
+
+
+def progress_due(settled: int, total: int) -> bool:
+    """Whether a tally of ``settled`` of ``total`` chunks should be written to the record.
+
+    The first chunk always is (the record turns ``processing``), then every
+    ``total / PROGRESS_STEPS`` chunks. Under concurrency a handler may see a count skip
+    a step; the next step, or the outcome at close, catches up.
+    """
+    step = max(1, total // PROGRESS_STEPS)
+    return settled <= 1 or settled % step == 0
 
 
 class OutcomeNotRecordedError(RuntimeError):

@@ -6,7 +6,8 @@ visibility timeout). The effect must land once. One database transaction therefo
 of it:
 
 1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``),
-2. bulk-insert the chunk's charges with their order ids,
+2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
+   ``COPY`` on PostgreSQL, ``executemany`` of tuples on SQLite),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
 
 The mark goes first: a second controller applying the same chunk at the same moment blocks
@@ -23,7 +24,7 @@ duplicates).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any, Protocol
@@ -32,13 +33,15 @@ from sqlalchemy import Connection, Engine, Insert, Table, exists, insert, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
+from controller.charge_loader import load_charges
 from shared.contracts.chunk_result import ChargeRow
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
-from shared.warehouse.models import AppliedChunk, Charge, Invoice
+from shared.warehouse.models import AppliedChunk, Invoice
 
 log = logging.getLogger(__name__)
 
 _charge_values = attrgetter(*CHARGE_FIELDS)
+_subtotal_values = attrgetter(*INVOICE_SUMS)
 
 
 class IdSource(Protocol):
@@ -58,15 +61,48 @@ def apply_chunk(
     allocator: IdSource,
     processor: str,
 ) -> bool:
+    """:func:`apply_rows` for charges and subtotals given as objects (tests, tools).
+
+    Each ``occurred_at`` must be aware; it is written as UTC text.
+    """
+    rows = [[row.line, _utc_text(row.occurred_at), *_charge_values(row.charge)] for row in charges]
+    sums = {s.customer_id: list(_subtotal_values(s)) for s in subtotals}
+    return apply_rows(
+        engine,
+        batch_id=batch_id,
+        chunk=chunk,
+        rows=rows,
+        subtotals=sums,
+        currency=currency,
+        allocator=allocator,
+        processor=processor,
+    )
+
+
+def apply_rows(
+    engine: Engine,
+    *,
+    batch_id: str,
+    chunk: int,
+    rows: Sequence[Sequence[Any]],
+    subtotals: Mapping[str, Sequence[int]],
+    currency: str,
+    allocator: IdSource,
+    processor: str,
+) -> bool:
     """Apply one chunk's result; ``True`` if this call applied it, ``False`` if it already was.
 
-    Either way, once this returns, the chunk is in the warehouse exactly once and the
-    result message may be deleted. The batch's ``batches`` row must exist (foreign key).
-    ``subtotals`` holds one entry per customer of the chunk, summing its ``charges``.
+    ``rows`` are the result's rows (``shared.contracts.chunk_result.COLUMNS``: line, occurred_at as
+    RFC 3339 text, transaction_id, …, total) and ``subtotals`` map each customer of the
+    chunk to its :data:`INVOICE_SUMS`, summing ``rows``. Either way, once this returns, the
+    chunk is in the warehouse exactly once and the result message may be deleted. The
+    batch's ``batches`` row must exist (foreign key).
     """
     if is_applied(engine, batch_id, chunk):
         return False  # the common redelivery: no ids spent, no write lock taken
-    order_ids = allocator.take(len(charges))
+    order_ids = allocator.take(len(rows))
+    if len(order_ids) != len(rows):
+        raise ValueError(f"{len(order_ids)} order ids for {len(rows)} charges")
     try:
         with engine.begin() as connection:
             connection.execute(
@@ -74,11 +110,20 @@ def apply_chunk(
                     batch_id=batch_id,
                     chunk=chunk,
                     applied_at=datetime.now(UTC),
-                    transactions=len(charges),
+                    transactions=len(rows),
                     processor=processor,
                 )
             )
-            _insert_charges(connection, batch_id, chunk, charges, order_ids, currency)
+            if rows:
+                # One tuple per charge in the loader's column order: the row's values
+                # after its line number are exactly the loader's last twelve columns.
+                load_charges(
+                    connection,
+                    [
+                        (order_id, batch_id, chunk, currency, *row[1:])
+                        for order_id, row in zip(order_ids, rows, strict=True)
+                    ],
+                )
             _add_to_invoices(connection, batch_id, subtotals, currency)
     except IntegrityError:
         # Lost the race to another controller (the mark's key), or something else is
@@ -98,50 +143,28 @@ def is_applied(engine: Engine, batch_id: str, chunk: int) -> bool:
         return bool(connection.scalar(query))
 
 
-def _insert_charges(
-    connection: Connection,
-    batch_id: str,
-    chunk: int,
-    charges: Sequence[ChargeRow],
-    order_ids: Sequence[int],
-    currency: str,
-) -> None:
-    if not charges:
-        return
-    if len(order_ids) != len(charges):
-        raise ValueError(f"{len(order_ids)} order ids for {len(charges)} charges")
-    rows = [
-        {
-            "order_id": order_id,
-            "batch_id": batch_id,
-            "chunk": chunk,
-            "occurred_at": row.occurred_at,
-            "currency": currency,
-            **dict(zip(CHARGE_FIELDS, _charge_values(row.charge), strict=True)),
-        }
-        for order_id, row in zip(order_ids, charges, strict=True)
-    ]
-    # A list of parameter sets is one executemany: sqlite3 loops over it in C inside the
-    # process, psycopg 3 pipelines it (no round trip per row) — never a Python loop here.
-    connection.execute(insert(Charge), rows)
+def _utc_text(occurred_at: datetime) -> str:
+    if occurred_at.tzinfo is None:
+        raise ValueError(f"naive datetime {occurred_at.isoformat()}: give it a UTC offset")
+    return occurred_at.astimezone(UTC).isoformat()
 
 
 def _add_to_invoices(
     connection: Connection,
     batch_id: str,
-    subtotals: Iterable[CustomerSubtotal],
+    subtotals: Mapping[str, Sequence[int]],
     currency: str,
 ) -> None:
     rows: list[dict[str, Any]] = [
         {
             "batch_id": batch_id,
-            "customer_id": subtotal.customer_id,
+            "customer_id": customer_id,
             "currency": currency,
-            **{name: getattr(subtotal, name) for name in INVOICE_SUMS},
+            **dict(zip(INVOICE_SUMS, subtotals[customer_id], strict=True)),
         }
         # Sorted: concurrent chunks of one batch then lock the invoice rows they share
         # in the same order, so two PostgreSQL transactions cannot deadlock on them.
-        for subtotal in sorted(subtotals, key=lambda subtotal: subtotal.customer_id)
+        for customer_id in sorted(subtotals)
     ]
     if rows:
         connection.execute(_invoice_upsert(connection.dialect.name), rows)

@@ -32,10 +32,10 @@ from sqlalchemy import Engine
 from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
-from controller.progress import BatchRecordUpdates
-from controller.reducer import IdSource, apply_chunk, is_applied
+from controller.progress import BatchRecordUpdates, progress_due
+from controller.reducer import IdSource, apply_rows, is_applied
 from shared.contracts.batch_records import BatchRecords
-from shared.contracts.chunk_result import RatedChunk, decode_result
+from shared.contracts.chunk_result import RatedRows, decode_result_rows
 from shared.contracts.messages import ChunkFailed, ChunkResult
 from shared.listener import Lease
 from shared.listener.source import poison_queue
@@ -147,12 +147,12 @@ class ResultHandler:
         if not is_applied(self._engine, message.batch_id, message.chunk):
             rated = self._fetch(message)
             self._ensure_row(message.batch_id)
-            applied = apply_chunk(
+            applied = apply_rows(
                 self._engine,
                 batch_id=message.batch_id,
                 chunk=message.chunk,
-                charges=rated.charges,
-                subtotals=rated.subtotals.values(),
+                rows=rated.rows,
+                subtotals=rated.subtotals,
                 currency=rated.currency,
                 allocator=self._allocator,
                 processor=message.processor,
@@ -193,11 +193,13 @@ class ResultHandler:
             return None
         if settlement.closed_now:
             self._count("batches_closed")
-        self._updates.apply(settlement)
+        tally = settlement.tally
+        if settlement.row.closed or progress_due(tally.settled, tally.total):
+            self._updates.apply(settlement)
         return settlement
 
     # --- steps ------------------------------------------------------------------------------
-    def _fetch(self, message: ChunkResult) -> RatedChunk:
+    def _fetch(self, message: ChunkResult) -> RatedRows:
         data = self._results.get(message.result_blob).data
         digest = hashlib.sha256(data).hexdigest()
         if digest != message.sha256:
@@ -205,15 +207,15 @@ class ResultHandler:
                 f"result blob {message.result_blob} has sha256 {digest}, "
                 f"the message says {message.sha256}"
             )
-        rated = decode_result(data)
-        if (rated.batch_id, rated.chunk, len(rated.charges)) != (
+        rated = decode_result_rows(data)
+        if (rated.batch_id, rated.chunk, len(rated.rows)) != (
             message.batch_id,
             message.chunk,
             message.transactions,
         ):
             raise ResultIntegrityError(
                 f"result blob {message.result_blob} holds chunk {rated.batch_id}/{rated.chunk} "
-                f"with {len(rated.charges)} charges; the message says "
+                f"with {len(rated.rows)} charges; the message says "
                 f"{message.batch_id}/{message.chunk} with {message.transactions}"
             )
         return rated

@@ -67,6 +67,16 @@ def build_result_handler(
     )
 
 
+def controller_listener_config(settings: Settings) -> ListenerConfig:
+    """The listener settings, receiving only as many results as one receive's handlers apply
+    at once: a large chunk is a second of work, and results held in one controller's lease
+    are out of reach of the other controllers sharing the queue."""
+    config = listener_settings.listener_config(settings)
+    return config.model_copy(
+        update={"batch_size": min(config.batch_size, config.handler_parallelism)}
+    )
+
+
 def order_id_allocator(settings: Settings, storage: StorageAccount) -> OrderIdAllocator:
     """The process's allocator: one counter blob in the control container for everyone."""
     return OrderIdAllocator(
@@ -96,7 +106,7 @@ class ControllerWorker:
     ) -> None:
         """``engine``: a warehouse engine to use (and leave open); default: one made from
         ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
-        default from ``settings``. ``bus``: the trigger topic; the
+        default :func:`controller_listener_config`. ``bus``: the trigger topic; the
         controller then hears about each accepted batch and looks at its queue at once
         instead of waiting out its back-off (its results follow within seconds)."""
         self.settings = settings
@@ -104,7 +114,7 @@ class ControllerWorker:
         self.instance_id = instance_id or new_instance_id()
         self._given_engine = engine
         self._engine: Engine | None = engine
-        self._config = listener_config or listener_settings.listener_config(settings)
+        self._config = listener_config or controller_listener_config(settings)
         self._allocator = order_id_allocator(settings, storage)
         self._handler: ResultHandler | None = None
         self._listener: QueueListener | None = None

@@ -15,12 +15,11 @@ import logging
 from collections import OrderedDict
 from typing import Protocol
 
-from processor.rating import rater_for
+from processor.integer_rater import IntegerRater
 from shared.contracts.batch_records import BatchState
-from shared.contracts.chunk_payload import decode_chunk
-from shared.contracts.chunk_result import encode_result, result_blob_name
+from shared.contracts.chunk_payload import decode_chunk_rows
+from shared.contracts.chunk_result import encode_result_rows, result_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
-from shared.domain.charges import subtotals
 from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
 from shared.storage.ports import BlobContainer, Queue
@@ -30,6 +29,8 @@ log = logging.getLogger(__name__)
 
 #: How many accepted batch ids a processor remembers.
 ACCEPTED_MEMORY = 1024
+#: How many pricebook versions' raters a processor keeps.
+MAX_RATERS = 8
 
 
 class PricebookSource(Protocol):
@@ -72,6 +73,8 @@ class RatingStep:
         # Once accepted, a batch never goes back: remembering it saves one table read per
         # chunk after the first (bounded: the oldest are forgotten first).
         self._accepted: OrderedDict[str, None] = OrderedDict()
+        # One rater per pricebook version (a handful at most): its tables are built once.
+        self._raters: OrderedDict[str, IntegerRater] = OrderedDict()
 
     def handle(self, text: str, dequeue_count: int = 1) -> int:
         """Rate the work item ``text``; returns how many transactions it rated (0: dropped)."""
@@ -110,6 +113,14 @@ class RatingStep:
                 self._accepted.popitem(last=False)
         return state
 
+    def _rater(self, version: str) -> IntegerRater:
+        rater = self._raters.get(version)
+        if rater is None:
+            rater = self._raters[version] = IntegerRater(self._pricebooks.get(version))
+            if len(self._raters) > MAX_RATERS:
+                self._raters.popitem(last=False)
+        return rater
+
     def rate(self, item: WorkItem) -> ChunkResult:
         """Rate one chunk and store its result blob; returns the message for the controller."""
         data = self._payloads.get(item.payload_blob).data
@@ -118,17 +129,16 @@ class RatingStep:
             raise ChunkIntegrityError(
                 f"payload {item.payload_blob} has sha256 {digest}, work item says {item.sha256}"
             )
-        payload = decode_chunk(data)
-        book = self._pricebooks.get(item.pricebook_version)
-        rater = rater_for(book)
-        charges = [(line, tx.occurred_at, rater.rate(tx)) for line, tx in payload.rows]
-        blob = encode_result(
+        payload = decode_chunk_rows(data)
+        rater = self._rater(item.pricebook_version)
+        rows, sums = rater.rate_rows(payload.rows)
+        blob = encode_result_rows(
             batch_id=item.batch_id,
             chunk=item.chunk,
-            currency=book.currency,
+            currency=rater.pricebook.currency,
             pricebook_version=item.pricebook_version,
-            charges=charges,
-            subtotals=subtotals(charge for _, _, charge in charges),
+            rows=rows,
+            subtotals=sums,
         )
         name = result_blob_name(item.batch_id, item.chunk)
         self._results.put(name, blob)
@@ -136,7 +146,7 @@ class RatingStep:
             batch_id=item.batch_id,
             chunk=item.chunk,
             result_blob=name,
-            transactions=len(charges),
+            transactions=len(rows),
             sha256=hashlib.sha256(blob).hexdigest(),
             processor=self._instance_id,
             trace=trace_context(),  # this span's: the chunk's reduce is its child

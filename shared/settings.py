@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
+
+#: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 16,000-row
+#: payload blob is ~350 KB and is rated in well under a second (bench/README.md).
+DEFAULT_MAX_CHUNK_SIZE = 16_000
 
 
 def _split_csv(value: object) -> object:
@@ -90,7 +94,12 @@ class Settings(BaseSettings):
     trigger_topic: str = "triggers"
 
     # --- intake --------------------------------------------------------------------------
+    #: A batch's first chunk; each next one is twice as large, up to ``max_chunk_size``:
+    #: small batches still make enough chunks for every processor, large ones few requests.
     chunk_size: int = Field(default=2000, ge=1, le=50_000)
+    #: 0 (unset): ``DEFAULT_MAX_CHUNK_SIZE``, or ``chunk_size`` itself when that is set, so
+    #: that an explicit chunk size stays a fixed one. Never below ``chunk_size``.
+    max_chunk_size: int = Field(default=0, ge=0, le=50_000)
 
     # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
@@ -111,7 +120,10 @@ class Settings(BaseSettings):
     )
 
     # --- order ids --------------------------------------------------------------------
-    id_range_size: int = Field(default=10_000, ge=1)
+    #: One conditional write of the counter blob per range: with chunks of up to 16,000 a
+    #: range of 10,000 cost a get and a put on almost every chunk; a crash loses at most
+    #: one range of the 2**63 ids a BIGINT holds.
+    id_range_size: int = Field(default=100_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
     # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
@@ -135,6 +147,23 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return FaultSpec.parse(value) if value.strip() else None
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _largest_chunk(cls, data: Any) -> Any:
+        """Resolve an unset ``max_chunk_size`` (it depends on whether ``chunk_size`` is set)."""
+        if isinstance(data, dict) and str(data.get("max_chunk_size") or 0) == "0":
+            fixed = data.get("chunk_size")
+            data = {**data, "max_chunk_size": fixed or DEFAULT_MAX_CHUNK_SIZE}
+        return data
+
+    @model_validator(mode="after")
+    def _largest_chunk_not_below_the_first(self) -> Self:
+        if self.max_chunk_size < self.chunk_size:
+            raise ValueError(
+                f"max_chunk_size {self.max_chunk_size} is below chunk_size {self.chunk_size}"
+            )
+        return self
 
     @field_validator("api_keys", "processor_priorities", mode="before")
     @classmethod

@@ -2,7 +2,8 @@
 
 The initiator writes one payload blob per chunk (``<batch_id>/<chunk:06d>`` in the payloads
 container) and puts only a reference on the work queue (the claim check, docs/patterns.md).
-A processor reads it back with :func:`decode_chunk`.
+A processor reads it back with :func:`decode_chunk_rows`, as rows for the rater (or
+:func:`decode_chunk`, as transactions).
 
 Why this encoding: one JSON document whose rows are arrays (not one object per line) costs a
 single ``json.dumps``/``json.loads`` call in C per chunk and no repeated field names, and
@@ -27,9 +28,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 from shared.domain.transactions import Transaction
 
@@ -59,6 +62,23 @@ class ChunkPayload:
     batch_id: str
     chunk: int
     rows: list[NumberedTransaction]
+
+
+@dataclass(frozen=True)
+class ChunkRows:
+    """A payload as its rows: lists of plain values in :data:`COLUMNS` order."""
+
+    batch_id: str
+    chunk: int
+    rows: list[list[Any]]
+
+
+#: An ``occurred_at`` every warehouse parses as Python does: PostgreSQL rounds a fraction
+#: past microseconds (Python truncates it) and refuses offsets from 16 hours on.
+_is_warehouse_timestamp = re.compile(
+    r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-](?:0\d|1[0-5]):\d{2})", re.ASCII
+).fullmatch
+_OCCURRED_AT = COLUMNS.index("occurred_at")
 
 
 def payload_blob_name(batch_id: str, chunk: int) -> str:
@@ -112,14 +132,7 @@ def compress_chunk_json(document: bytes, *, compresslevel: int = DEFAULT_COMPRES
 
 def decode_chunk(data: bytes) -> ChunkPayload:
     """Read a payload blob back into numbered transactions. Raises :class:`ChunkPayloadError`."""
-    try:
-        document = json.loads(gzip.decompress(data))
-    except (OSError, EOFError, ValueError) as exc:
-        raise ChunkPayloadError(f"not a gzip'd JSON chunk payload: {exc}") from None
-    if not isinstance(document, dict) or document.get("v") != PAYLOAD_VERSION:
-        raise ChunkPayloadError(f"unsupported chunk payload version {_version_of(document)!r}")
-    if tuple(document.get("columns", ())) != COLUMNS:
-        raise ChunkPayloadError(f"unexpected payload columns {document.get('columns')!r}")
+    document = _document(data)
     try:
         rows = [
             (
@@ -138,6 +151,38 @@ def decode_chunk(data: bytes) -> ChunkPayload:
         return ChunkPayload(batch_id=document["batch_id"], chunk=document["chunk"], rows=rows)
     except (KeyError, TypeError, ValueError) as exc:
         raise ChunkPayloadError(f"malformed chunk payload: {exc}") from None
+
+
+def decode_chunk_rows(data: bytes) -> ChunkRows:
+    """Read a payload blob as rows, for rating without an object per transaction.
+
+    ``occurred_at`` stays text, in a spelling every warehouse parses to the instant Python
+    reads from it: the rare text with more than six fractional digits or an offset of 16
+    hours or more is rewritten in UTC with microseconds. Raises :class:`ChunkPayloadError`.
+    """
+    document = _document(data)
+    try:
+        rows: list[list[Any]] = document["rows"]
+        at = _OCCURRED_AT
+        for row in rows:
+            if not _is_warehouse_timestamp(row[at]):
+                row[at] = datetime.fromisoformat(row[at]).astimezone(UTC).isoformat()
+        return ChunkRows(batch_id=document["batch_id"], chunk=document["chunk"], rows=rows)
+    except (IndexError, KeyError, TypeError, ValueError) as exc:
+        raise ChunkPayloadError(f"malformed chunk payload: {exc}") from None
+
+
+def _document(data: bytes) -> dict[str, Any]:
+    """The payload's JSON document, its version and columns checked."""
+    try:
+        document = json.loads(gzip.decompress(data))
+    except (OSError, EOFError, ValueError) as exc:
+        raise ChunkPayloadError(f"not a gzip'd JSON chunk payload: {exc}") from None
+    if not isinstance(document, dict) or document.get("v") != PAYLOAD_VERSION:
+        raise ChunkPayloadError(f"unsupported chunk payload version {_version_of(document)!r}")
+    if tuple(document.get("columns", ())) != COLUMNS:
+        raise ChunkPayloadError(f"unexpected payload columns {document.get('columns')!r}")
+    return document
 
 
 def _version_of(document: object) -> object:

@@ -1,0 +1,201 @@
+"""One controller against two, on the same results, SQLite and PostgreSQL.
+
+    python -m bench.controllers [--quick] [--transactions N] [--postgres URL]
+
+A generated batch is accepted through the production intake and rated by the production
+rating step (in this process), which leaves its result messages on the output queue; they
+are captured so that every run reduces the same results. Each run puts them back, starts
+``N`` controller processes (:class:`~controller.worker.ControllerWorker`, production wiring
+and defaults) on a fresh warehouse, releases them together (a barrier, so start-up is not
+timed) and stops the clock when the warehouse shows the batch completed and reconciled.
+Counts alternate 1, 2, 1, 2 and the best run of each is kept. Printed: seconds,
+transactions/s, the ratio of 2 to 1, and the controllers' CPU per transaction.
+
+On SQLite the database has one writer, so a second controller can only overlap what is not
+the insert; on PostgreSQL (``--postgres`` or ``BILLING_TEST_POSTGRES_URL``: a role that may
+create databases) the two load charges side by side.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from multiprocessing.synchronize import Barrier, Event
+from pathlib import Path
+
+from sqlalchemy import create_engine, select, text
+from sqlalchemy.engine import make_url
+
+from bench.deployment import Deployment, open_deployment
+from bench.drain import capture_work_items, rating_step
+from bench.report import Cell, Report, base_parser
+from controller.worker import ControllerWorker
+from shared.settings import Settings
+from shared.storage import open_storage
+from shared.warehouse import Batch, make_engine, upgrade
+
+COUNTS = (1, 2)
+TIMEOUT_SECONDS = 600.0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser("1 vs 2 controllers on the same results, SQLite and PostgreSQL")
+    parser.add_argument("--transactions", type=int, default=None)
+    parser.add_argument("--postgres", default=os.environ.get("BILLING_TEST_POSTGRES_URL"))
+    args = parser.parse_args(argv)
+    transactions: int = args.transactions or (4_000 if args.quick else 200_000)
+    rounds = 1 if args.quick else 2
+    report = Report(benchmark="controllers", quick=args.quick)
+    rows: list[list[Cell]] = []
+    with open_deployment("embedded") as deployment:
+        print(f"  accepting and rating {transactions:,} transactions", file=sys.stderr)
+        batch_id, results = _rated_batch(deployment, transactions)
+        warehouses = ["sqlite", *(["postgresql"] if args.postgres else [])]
+        for warehouse in warehouses:
+            best: dict[int, tuple[float, float]] = {}
+            for _ in range(rounds):
+                for count in COUNTS:
+                    print(f"  {warehouse}: {count} controller(s)", file=sys.stderr)
+                    with _warehouse(warehouse, args.postgres) as url:
+                        seconds, cpu = _reduce(deployment, url, batch_id, results, count)
+                    if count not in best or seconds < best[count][0]:
+                        best[count] = (seconds, cpu)
+            ratio = best[1][0] / best[2][0]
+            for count in COUNTS:
+                seconds, cpu = best[count]
+                rows.append(
+                    [
+                        warehouse,
+                        count,
+                        seconds,
+                        transactions / seconds,
+                        best[1][0] / seconds,
+                        cpu * 1e6 / transactions,
+                    ]
+                )
+            report.figure(f"{warehouse}.one.transactions_per_second", transactions / best[1][0])
+            report.figure(f"{warehouse}.two.transactions_per_second", transactions / best[2][0])
+            report.figure(f"{warehouse}.two_over_one", ratio)
+            report.conclude(f"{warehouse}: two controllers reduce at {ratio:.2f}x the speed of one")
+        if not args.postgres:
+            report.conclude("PostgreSQL skipped: give --postgres URL or BILLING_TEST_POSTGRES_URL")
+    report.table(
+        f"reducing {transactions:,} rated transactions ({len(results)} chunks); best of {rounds}",
+        ["warehouse", "controllers", "seconds", "transactions/s", "vs one", "CPU µs per tx"],
+        rows,
+    )
+    report.emit(args.json)
+    return 0
+
+
+def _rated_batch(deployment: Deployment, transactions: int) -> tuple[str, list[str]]:
+    """Accept and rate a batch; its result messages, taken off the output queue."""
+    record = deployment.accept_batch(transactions)
+    step = rating_step(deployment.settings, deployment.storage, "bench")
+    for _, item in capture_work_items(deployment):
+        step.handle(item)
+    output = deployment.storage.queue(deployment.settings.output_queue)
+    results: list[str] = []
+    while messages := output.receive(32, 300):
+        for message in messages:
+            results.append(message.content)
+            output.delete(message)
+    return record.batch_id, results
+
+
+def _reduce(
+    deployment: Deployment, url: str, batch_id: str, results: list[str], count: int
+) -> tuple[float, float]:
+    """Seconds until ``count`` controllers have closed the batch; their CPU seconds."""
+    settings = deployment.settings.model_copy(update={"warehouse_url": url})
+    upgrade(url)
+    output = deployment.storage.queue(settings.output_queue)
+    output.clear()
+    for message in results:
+        output.send(message)
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(count + 1)
+    done = context.Event()
+    cpu: multiprocessing.Queue[float] = context.Queue()
+    children = [
+        context.Process(target=_controller, args=(settings, barrier, done, cpu), daemon=True)
+        for _ in range(count)
+    ]
+    for child in children:
+        child.start()
+    try:
+        barrier.wait(timeout=120)
+        started = time.perf_counter()
+        _wait_completed(url, batch_id)
+        seconds = time.perf_counter() - started
+        done.set()
+        cpu_seconds = sum(cpu.get(timeout=120) for _ in children)
+    finally:
+        done.set()
+        for child in children:
+            child.join(timeout=30)
+            if child.is_alive():
+                child.terminate()
+    return seconds, cpu_seconds
+
+
+def _controller(
+    settings: Settings, barrier: Barrier, done: Event, cpu: multiprocessing.Queue[float]
+) -> None:
+    storage = open_storage(settings)
+    worker = ControllerWorker(settings, storage)
+    barrier.wait(timeout=120)
+    started = time.process_time()
+    worker.start()
+    done.wait(TIMEOUT_SECONDS)
+    worker.stop(10)
+    cpu.put(time.process_time() - started)
+    storage.close()
+
+
+def _wait_completed(url: str, batch_id: str) -> None:
+    engine = make_engine(url)
+    query = select(Batch.status, Batch.reconciled).where(Batch.batch_id == batch_id)
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    try:
+        while time.monotonic() < deadline:
+            with engine.connect() as connection:
+                row = connection.execute(query).one_or_none()
+            if row is not None and row.status in ("completed", "failed"):
+                if row.status != "completed" or not row.reconciled:
+                    raise RuntimeError(f"batch {batch_id} closed {row.status}, not reconciled")
+                return
+            time.sleep(0.02)
+    finally:
+        engine.dispose()
+    raise TimeoutError(f"batch {batch_id} not reduced in {TIMEOUT_SECONDS:.0f} s")
+
+
+@contextmanager
+def _warehouse(kind: str, server_url: str | None) -> Iterator[str]:
+    """A fresh, empty warehouse: a SQLite file, or a database on the PostgreSQL server."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="bench-controllers-") as folder:
+            yield f"sqlite:///{Path(folder) / 'warehouse.sqlite3'}"
+        return
+    assert server_url is not None
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    name = f"bench_controllers_{uuid.uuid4().hex[:8]}"
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
