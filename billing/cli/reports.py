@@ -47,14 +47,22 @@ def status(
     if as_json:
         typer.echo(json.dumps(body, indent=2))
         return
+    console = Console()
     if not watch:
-        Console().print(status_table(body))
+        console.print(status_table(body))
         return
-    with Live(status_table(body), auto_refresh=False) as live:
+    if not console.is_terminal:
+        # A log or a pipe gets the final table once, ending its line; no redraws.
         while body["status"] not in FINAL_STATUSES:
             time.sleep(WATCH_SECONDS)
             body = _get(url, api_key, f"/batches/{batch_id}")
-            live.update(status_table(body), refresh=True)
+        console.print(status_table(body))
+    else:
+        with Live(status_table(body), auto_refresh=False, console=console) as live:
+            while body["status"] not in FINAL_STATUSES:
+                time.sleep(WATCH_SECONDS)
+                body = _get(url, api_key, f"/batches/{batch_id}")
+                live.update(status_table(body), refresh=True)
     if body["status"] == "failed" or body.get("reconciled") is False:
         raise typer.Exit(1)
 

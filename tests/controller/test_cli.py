@@ -169,6 +169,10 @@ def test_billing_status_watch_follows_a_batch_until_it_completes(
     # Called before any chunk was applied, it returned only once the batch had completed.
     assert "completed" in watched.output
     assert "2 applied, 0 failed, 0 in flight, of 2" in watched.output
+    # Not a terminal: the final table once, its last line ended (a log's next line starts
+    # on a line of its own), and no earlier state redrawn.
+    assert watched.output.endswith("\n")
+    assert watched.output.count("status") == 1
 
 
 def test_billing_warehouse_upgrade_migrates_the_configured_warehouse(
