@@ -48,10 +48,15 @@ class DemoResult:
 
 
 @contextmanager
-def _backend_env(backend: Backend, data_dir: Path) -> Iterator[dict[str, str]]:
+def _backend_env(
+    backend: Backend, data_dir: Path, connection_string: str | None
+) -> Iterator[dict[str, str]]:
     env = {"BILLING_DATA_DIR": str(data_dir)}
     if backend == "embedded":
         yield env
+        return
+    if connection_string is not None:
+        yield {**env, "BILLING_STORAGE_CONNECTION_STRING": connection_string}
         return
     from billing.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
 
@@ -72,15 +77,18 @@ def run_demo(
     keep: Path | None = None,
     on_ready: Callable[[str, str], None] | None = None,
     linger: Callable[[], None] | None = None,
+    storage_connection_string: str | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
     ``on_ready(base_url, api_key)`` is told where the initiator answers once it does (to
     watch the run with ``billing top`` or the dashboard); ``linger()`` is called after the
-    batch, before the roles stop, and may keep them running as long as it likes."""
+    batch, before the roles stop, and may keep them running as long as it likes. With
+    ``backend="azurite"``, ``storage_connection_string`` points the roles at an Azurite
+    the caller runs (e.g. behind a counting proxy) instead of one started for the run."""
     with ExitStack() as stack:
         root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
-        env = stack.enter_context(_backend_env(backend, root / "data"))
+        env = stack.enter_context(_backend_env(backend, root / "data", storage_connection_string))
         port, key = free_port(), secrets.token_urlsafe(24)
         env |= {
             "BILLING_API_KEYS": key,
