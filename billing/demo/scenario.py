@@ -9,6 +9,7 @@ throughput, and how many storage requests the run cost per 1,000 transactions.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import tempfile
 import time
@@ -37,6 +38,7 @@ class DemoResult:
     invoices: dict[str, Any]  # a page of GET /batches/{id}/invoices ordered by total
     seconds: float
     storage_requests: dict[str, int]
+    status_polls: int = 0  # GET /batches/{id} while waiting, each a batch-record read
 
     @property
     def reconciled(self) -> bool:
@@ -114,7 +116,7 @@ def run_demo(
         ) as client:
             started = time.monotonic()
             batch_id = _submit(client, batch_file)
-            status = _wait_until_done(client, cluster, batch_id, timeout)
+            status, polls = _wait_until_done(client, cluster, batch_id, timeout)
             seconds = time.monotonic() - started
             invoices = _top_invoices(client, batch_id)
         if linger is not None:
@@ -127,6 +129,7 @@ def run_demo(
             invoices=invoices,
             seconds=seconds,
             storage_requests=meter.collect_exports(root / "meter"),
+            status_polls=polls,
         )
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
@@ -142,13 +145,16 @@ def _submit(client: httpx.Client, batch_file: Path) -> str:
 
 def _wait_until_done(
     client: httpx.Client, cluster: Cluster, batch_id: str, timeout: float
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int]:
+    """The batch's final status, and how many times it was asked for."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    for polls in itertools.count(1):
+        if time.monotonic() >= deadline:
+            break
         cluster.check_alive()
         status: dict[str, Any] = client.get(f"/batches/{batch_id}").raise_for_status().json()
         if status["status"] in FINAL_STATUSES:
-            return status
+            return status, polls
         time.sleep(POLL_SECONDS)
     raise TimeoutError(f"batch {batch_id} did not complete within {timeout:.0f} s")
 
