@@ -59,6 +59,7 @@ from shared.warehouse import make_engine, upgrade
 CHUNK_ROWS = 860
 WORKER_READY_TIMEOUT = 60.0
 RUN_TIMEOUT = 600.0
+POLL_SAMPLES = 7
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,7 @@ class Run:
     transactions: int
     seconds: float
     requests: dict[str, int]
+    note: str = ""
 
     @property
     def throughput(self) -> float:
@@ -225,9 +227,11 @@ def _tail(log: Path) -> str:
 def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[Run, Run]:
     """The demo's run, counted whole and without its status polls.
 
-    Each status poll costs what a ``GET /batches/{id}`` costs; that is measured once at the
-    end, with the roles still up, on a batch id that does not exist (the same record
-    lookup), and multiplied by the demo's number of polls."""
+    Each status poll costs what a ``GET /batches/{id}`` costs; that is measured at the end,
+    with the roles still up, on a batch id that does not exist (the same record lookup),
+    and multiplied by the demo's number of polls. The other roles' idle requests go on
+    meanwhile, so the poll is measured :data:`POLL_SAMPLES` times and each kind's fewest
+    requests taken."""
     marks: list[dict[str, int]] = []
     per_poll: dict[str, int] = {}
     where: list[tuple[str, str]] = []
@@ -239,13 +243,18 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
     def measure_a_poll() -> None:
         marks.append(proxy.snapshot())
         base_url, key = where[0]
-        before = proxy.snapshot()
-        httpx.get(
-            f"{base_url}/batches/no-such-batch",
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=30,
-        )
-        per_poll.update(meter.diff(proxy.snapshot(), before))
+        samples = []
+        for _ in range(POLL_SAMPLES):
+            before = proxy.snapshot()
+            httpx.get(
+                f"{base_url}/batches/no-such-batch",
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=30,
+            )
+            samples.append(meter.diff(proxy.snapshot(), before))
+        kinds = set().union(*samples)
+        fewest = {kind: min(s.get(kind, 0) for s in samples) for kind in kinds}
+        per_poll.update({kind: n for kind, n in fewest.items() if n})
 
     assert proxy.info is not None
     demo = run_demo(
@@ -264,7 +273,14 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
     without = {kind: n - polls.get(kind, 0) for kind, n in whole.items()}
     return (
         Run("this project", transactions, demo.seconds, whole),
-        Run("this project, status polls excluded", transactions, demo.seconds, without),
+        Run(
+            "this project, status polls excluded",
+            transactions,
+            demo.seconds,
+            without,
+            note=f"{demo.status_polls} polls x "
+            + ", ".join(f"{kind} {n}" for kind, n in sorted(per_poll.items())),
+        ),
     )
 
 
@@ -283,7 +299,7 @@ def add_comparison(
         f"{workers} prefork workers; charges table and bulk loader (the project's insert)",
         plain.name: "the same Celery; a plain 16-column table, one executemany (the issue's)",
         whole.name: f"this project: initiator, {processes} processors, controller, embedded bus",
-        without_polls.name: "  the same run, its status polls excluded",
+        without_polls.name: f"  the same run, its status polls excluded ({without_polls.note})",
     }
     rows: list[list[Cell]] = [
         [
