@@ -83,7 +83,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> B
     rater = IntegerRater(book)
     ids = MemoryIds()
     totals = ControlTotalsBuilder()
-    _insert_batch_row(engine, book.version_hash())
+    insert_batch_row(engine, book.version_hash())
     parse_s = rate_s = insert_s = 0.0
     count = 0
     started = time.perf_counter()
@@ -133,7 +133,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> B
     return BareTimings(count, parse_s, rate_s, insert_s, time.perf_counter() - started)
 
 
-def _insert_batch_row(engine: Engine, pricebook_version: str) -> None:
+def insert_batch_row(engine: Engine, pricebook_version: str) -> None:
     """The ``batches`` row the charges refer to (its control totals are set at the end)."""
     with engine.begin() as connection:
         connection.execute(
@@ -182,7 +182,7 @@ def run_lean_loop(data: bytes, warehouse: Path, *, rows_per_transaction: int = 2
     engine = make_engine(url)
     try:
         book = sample_pricebook()
-        _insert_batch_row(engine, book.version_hash())
+        insert_batch_row(engine, book.version_hash())
         rater, currency = IntegerRater(book), book.currency
         started = time.perf_counter()
         reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -167,6 +168,11 @@ def add_hot_path(report: Report, hot: HotPath) -> None:
         report.figure(f"hot_path.{role}.requests_per_1000", hot.per_thousand(role))
         report.figure(f"hot_path.{role}.cpu_us_per_transaction", hot.cpu_us_per_transaction(role))
     report.figure("hot_path.requests_per_1000", hot.per_thousand())
+    by_kind: Counter[str] = Counter()
+    for counts in hot.requests.values():
+        by_kind.update(counts)
+    for kind, count in sorted(by_kind.items()):  # what `billing cost` prices, class by class
+        report.figure(f"hot_path.kind.{kind}.requests_per_1000", count * 1000 / hot.transactions)
     report.conclude(
         f"the hot path costs {hot.per_thousand():.1f} storage requests per 1,000 transactions "
         f"({total / hot.chunks:.1f} per chunk of {hot.transactions // hot.chunks:,})"

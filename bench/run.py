@@ -32,7 +32,10 @@ BENCHMARKS: dict[str, str] = {
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",
     "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
     "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
+    "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
 }
+#: Benchmarks that need Azurite whatever their options (the smoke test runs them apart).
+NEEDS_AZURITE = frozenset({"celery_reference"})
 
 
 def available() -> list[str]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Create .venv and install the project with its dev extras (idempotent, quick when done).
+# Create .venv and install the project with its dev and bench extras (idempotent, quick when done).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
@@ -10,6 +10,6 @@ fi
 # Reinstall only when pyproject.toml changed since the last install.
 stamp=.venv/.billing-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet -e ".[dev]"
+  .venv/bin/python -m pip install --quiet -e ".[dev,bench]"
   touch "$stamp"
 fi

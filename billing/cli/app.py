@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from billing.cli import batches, bench, demo, operate, poison, reports, roles, top
+from billing.cli import batches, bench, cost, demo, operate, poison, reports, roles, top
 
 app = typer.Typer(
     name="billing",
@@ -19,6 +19,7 @@ poison.register(app)
 demo.register(app)
 reports.register(app)
 bench.register(app)
+cost.register(app)
 top.register(app)
 
 

@@ -9,6 +9,7 @@ throughput, and how many storage requests the run cost per 1,000 transactions.
 
 from __future__ import annotations
 
+import itertools
 import secrets
 import tempfile
 import time
@@ -37,6 +38,7 @@ class DemoResult:
     invoices: dict[str, Any]  # a page of GET /batches/{id}/invoices ordered by total
     seconds: float
     storage_requests: dict[str, int]
+    status_polls: int = 0  # GET /batches/{id} while waiting, each a batch-record read
 
     @property
     def reconciled(self) -> bool:
@@ -48,10 +50,15 @@ class DemoResult:
 
 
 @contextmanager
-def _backend_env(backend: Backend, data_dir: Path) -> Iterator[dict[str, str]]:
+def _backend_env(
+    backend: Backend, data_dir: Path, connection_string: str | None
+) -> Iterator[dict[str, str]]:
     env = {"BILLING_DATA_DIR": str(data_dir)}
     if backend == "embedded":
         yield env
+        return
+    if connection_string is not None:
+        yield {**env, "BILLING_STORAGE_CONNECTION_STRING": connection_string}
         return
     from billing.devtools.azurite import AzuriteServer, azurite_dir, ensure_azurite
 
@@ -72,15 +79,18 @@ def run_demo(
     keep: Path | None = None,
     on_ready: Callable[[str, str], None] | None = None,
     linger: Callable[[], None] | None = None,
+    storage_connection_string: str | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
     ``on_ready(base_url, api_key)`` is told where the initiator answers once it does (to
     watch the run with ``billing top`` or the dashboard); ``linger()`` is called after the
-    batch, before the roles stop, and may keep them running as long as it likes."""
+    batch, before the roles stop, and may keep them running as long as it likes. With
+    ``backend="azurite"``, ``storage_connection_string`` points the roles at an Azurite
+    the caller runs (e.g. behind a counting proxy) instead of one started for the run."""
     with ExitStack() as stack:
         root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
-        env = stack.enter_context(_backend_env(backend, root / "data"))
+        env = stack.enter_context(_backend_env(backend, root / "data", storage_connection_string))
         port, key = free_port(), secrets.token_urlsafe(24)
         env |= {
             "BILLING_API_KEYS": key,
@@ -106,7 +116,7 @@ def run_demo(
         ) as client:
             started = time.monotonic()
             batch_id = _submit(client, batch_file)
-            status = _wait_until_done(client, cluster, batch_id, timeout)
+            status, polls = _wait_until_done(client, cluster, batch_id, timeout)
             seconds = time.monotonic() - started
             invoices = _top_invoices(client, batch_id)
         if linger is not None:
@@ -119,6 +129,7 @@ def run_demo(
             invoices=invoices,
             seconds=seconds,
             storage_requests=meter.collect_exports(root / "meter"),
+            status_polls=polls,
         )
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
@@ -134,13 +145,16 @@ def _submit(client: httpx.Client, batch_file: Path) -> str:
 
 def _wait_until_done(
     client: httpx.Client, cluster: Cluster, batch_id: str, timeout: float
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], int]:
+    """The batch's final status, and how many times it was asked for."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    for polls in itertools.count(1):
+        if time.monotonic() >= deadline:
+            break
         cluster.check_alive()
         status: dict[str, Any] = client.get(f"/batches/{batch_id}").raise_for_status().json()
         if status["status"] in FINAL_STATUSES:
-            return status
+            return status, polls
         time.sleep(POLL_SECONDS)
     raise TimeoutError(f"batch {batch_id} did not complete within {timeout:.0f} s")
 

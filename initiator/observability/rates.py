@@ -33,8 +33,8 @@ CostEstimate = Callable[[Mapping[str, float]], float | None]
 
 
 def no_prices(requests_per_minute: Mapping[str, float]) -> float | None:
-    """The cost hook until the project has a price list (a ``billing cost`` command):
-    plug a function that prices each request kind in its place (:class:`Sampler` ``cost``)."""
+    """The cost hook when no prices are given; the app plugs in the list prices of
+    :mod:`shared.cost.prices` (see :func:`initiator.observability.start.start_sampler`)."""
     return None
 
 

@@ -81,8 +81,8 @@ function drawAll(samples, queues, range, view) {
   const cost = latest.cost_per_minute;
   document.getElementById("request-cost").textContent =
     cost === null || cost === undefined
-      ? "Cost estimate: none yet (no price list; see rates.no_prices)."
-      : `Estimated cost: ${cost.toFixed(4)} per minute.`;
+      ? "Cost estimate: none (no price list)."
+      : `Estimated cost of these requests: $${cost.toFixed(6)} per minute (Azure list prices, see billing cost).`;
 }
 
 // The results queue, every poison queue together, and each poison queue that held anything.

@@ -175,3 +175,20 @@ def test_pricebook_upload_validates_and_show_prints_the_current(
     assert shown.exit_code == 0
     assert json.loads(shown.stdout) == sample_pricebook().canonical()
     assert version in shown.stderr
+
+
+def test_cost_reads_the_running_initiators_live_figures(server: str) -> None:
+    result = runner.invoke(cli, ["cost", "--live", "--url", server, "--api-key", API_KEY, "--json"])
+
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    # Scaled to zero and nothing submitted: the fixed charges and KEDA's polls, at least.
+    assert shown["per_idle_month"]["total"] > 31
+    assert shown["per_idle_month"]["idle requests"] > 0
+
+
+def test_cost_with_a_wrong_key_says_what_answered(server: str) -> None:
+    result = runner.invoke(cli, ["cost", "--live", "--url", server, "--api-key", "wrong"])
+
+    assert result.exit_code == 2
+    assert "/dashboard/live answered 401" in result.output

@@ -13,6 +13,8 @@ import pytest
 
 from initiator.observability.sampler import Sampler
 from shared import meter
+from shared.cost.estimate import requests_cost
+from shared.cost.prices import AzurePrices
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, CSV, Api
 from tests.dashboard.heartbeats import Figures, write_beat
@@ -159,3 +161,16 @@ async def test_after_an_unwatched_spell_a_viewer_gets_a_new_reading(api: Api) ->
         assert reading.sample.seq >= asleep_at  # taken after the viewer came back, not the old one
     finally:
         sampler.stop()
+
+
+async def test_each_sample_prices_its_requests_at_the_list_prices(api: Api) -> None:
+    sampler_of(api).sample_once()
+    await api.post_batch(csv_file(rows(25)), CSV)  # payload blobs, work items, records
+    sampler_of(api).sample_once()
+
+    latest = (await live(api))["samples"][-1]
+
+    assert latest["requests_per_minute"], "the batch's requests were not sampled"
+    expected = requests_cost(latest["requests_per_minute"], AzurePrices())
+    assert expected > 0
+    assert latest["cost_per_minute"] == pytest.approx(expected)

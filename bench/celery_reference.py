@@ -1,0 +1,359 @@
+"""This project against a plain Celery setup, on the same Azurite, requests counted at a proxy.
+
+    python -m bench.celery_reference [--quick] [--transactions N] [--chunk-rows N]
+                                     [--workers N] [--processes N]
+
+Needs the ``bench`` extra (``pip install -e ".[bench]"``: Celery 5 and kombu's Azure
+transport) and Azurite (``scripts/azurite.sh``). One Azurite (in memory) serves both runs,
+behind :class:`bench.counting_proxy.CountingProxy`, so both systems' storage requests are
+counted at the same place the same way; the two runs go back to back on the same file
+(``billing demo``'s batch: CSV, 500 customers, random seed 7):
+
+* **Celery**: :mod:`bench.celery_app` on kombu's ``azurestoragequeues`` transport, one
+  worker with ``--workers`` prefork children; this process reads the file with
+  ``csv.reader`` and sends ``--chunk-rows`` rows per task; each task rates its rows and
+  inserts them with one ``executemany`` (the production schema, SQLite). Timed from the
+  first row read to the last charge committed (this process polls the warehouse's row count,
+  which costs no storage request);
+* **this project**: :func:`billing.demo.scenario.run_demo` on the same Azurite (initiator,
+  ``billing processor`` with ``--processes`` processes, controller, embedded bus), timed
+  ``POST /batches`` → batch ``completed`` and reconciled.
+
+Both windows count every request the proxy forwarded meanwhile, idle polls included; the
+project's also holds the demo's status polls (one ``GET /batches/{id}`` every 0.25 s, each a
+table read), which the Celery run does not need. Start-up (queue creation, provisioning) is
+outside both windows, except the Celery producer's first send, which lists and creates the
+queue (three requests).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.bare_pipeline import insert_batch_row
+from bench.counting_proxy import CountingProxy
+from bench.deployment import batch_file
+from bench.end_to_end import DEMO_CUSTOMERS, DEMO_SEED
+from bench.report import Cell, Report, base_parser
+from bench.run import REPO_ROOT
+from billing.demo.scenario import run_demo
+from billing.devtools.azurite import AzuriteInfo, AzuriteServer, azurite_dir, ensure_azurite
+from shared import meter
+from shared.domain.pricebook import sample_pricebook
+from shared.warehouse import make_engine, upgrade
+
+#: The issue's Celery setup: the largest chunk whose rows fit one Azure queue message.
+CHUNK_ROWS = 860
+WORKER_READY_TIMEOUT = 60.0
+RUN_TIMEOUT = 600.0
+POLL_SAMPLES = 7
+#: One-row tasks each Celery run starts with, untimed: enough to reach every pool child.
+WARM_UP_TASKS = 8
+
+
+@dataclass(frozen=True)
+class Run:
+    """One system's run: its time and the requests the proxy saw meanwhile."""
+
+    name: str
+    transactions: int
+    seconds: float
+    requests: dict[str, int]
+    note: str = ""
+
+    @property
+    def throughput(self) -> float:
+        return self.transactions / self.seconds
+
+    @property
+    def per_thousand(self) -> float:
+        return meter.total(self.requests) * 1000 / self.transactions
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = base_parser("this project vs a plain Celery setup on the same Azurite")
+    parser.add_argument("--transactions", type=int, default=None)
+    parser.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS)
+    parser.add_argument("--workers", type=int, default=2, help="Celery prefork children")
+    parser.add_argument("--processes", type=int, default=2, help="billing processor processes")
+    parser.add_argument(
+        "--ours-first", action="store_true", help="run this project before Celery (order bias)"
+    )
+    args = parser.parse_args(argv)
+    transactions: int = args.transactions or (4_000 if args.quick else 200_000)
+    report = Report(benchmark="celery_reference", quick=args.quick)
+
+    server = AzuriteServer(ensure_azurite(azurite_dir()))
+    try:
+        with CountingProxy(server.start()) as proxy:
+            assert proxy.info is not None
+            if args.ours_first:
+                ours = run_ours(proxy, transactions, args.processes)
+            celery = run_celery(proxy, transactions, args.chunk_rows, args.workers)
+            if not args.ours_first:
+                ours = run_ours(proxy, transactions, args.processes)
+    finally:
+        server.close()
+
+    add_comparison(report, celery, ours, args.chunk_rows, args.workers, args.processes)
+    report.emit(args.json)
+    return 0
+
+
+def run_celery(proxy: CountingProxy, transactions: int, chunk_rows: int, workers: int) -> list[Run]:
+    """One Celery worker, one run per table of :data:`bench.celery_app.TABLES`."""
+    # Imported here: Celery is an optional extra, and the other benchmarks must not need it.
+    from bench.celery_app import BROKER_ENV, QUEUE, TABLES, WAREHOUSE_ENV, app
+
+    assert proxy.info is not None
+    broker = broker_url(proxy.info)
+    data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
+    with tempfile.TemporaryDirectory(prefix="bench-celery-") as folder:
+        warehouse = Path(folder) / "warehouse.sqlite3"
+        prepare_warehouse(warehouse)
+        log = Path(folder) / "worker.log"
+        env = {**os.environ, BROKER_ENV: broker, WAREHOUSE_ENV: str(warehouse)}
+        command = [
+            *(sys.executable, "-m", "celery", "-A", "bench.celery_app", "worker"),
+            *("--pool", "prefork", "--concurrency", str(workers), "--queues", QUEUE),
+            *("--without-heartbeat", "--without-gossip", "--without-mingle"),
+            *("--loglevel", "INFO", "--logfile", str(log)),
+        ]
+        worker = subprocess.Popen(
+            command, cwd=REPO_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+        )
+        try:
+            wait_until_ready(worker, log)
+            app.conf.broker_url = broker
+            return [
+                _celery_run(proxy, table, data, transactions, chunk_rows, warehouse, worker)
+                for table in TABLES
+            ]
+        finally:
+            worker.terminate()  # Celery's warm shutdown
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+
+
+def _celery_run(
+    proxy: CountingProxy,
+    table: str,
+    data: bytes,
+    transactions: int,
+    chunk_rows: int,
+    warehouse: Path,
+    worker: subprocess.Popen[bytes],
+) -> Run:
+    from bench.celery_app import PLAIN_TABLE, load_chunk
+
+    stored = PLAIN_TABLE if table == "plain" else "charges"
+    # Warm up first, outside the timing: each pool child's first task pays its imports,
+    # the rater and the database connection, which the project's roles paid at start-up.
+    first_row = next(csv.reader(io.StringIO(data.decode("utf-8").split("\n", 2)[1])))
+    for n in range(WARM_UP_TASKS):
+        warm_row = [f"warm-up-{n}", *first_row[1:]]
+        load_chunk.apply_async(args=(table, -1, -1 - n, [warm_row]))
+    wait_for_rows(warehouse, stored, WARM_UP_TASKS, worker)
+
+    before = proxy.snapshot()
+    started = time.perf_counter()
+    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+    next(reader)  # the header
+    for chunk in itertools.count():
+        rows = list(itertools.islice(reader, chunk_rows))
+        if not rows:
+            break
+        load_chunk.apply_async(args=(table, chunk, chunk * chunk_rows + 1, rows))
+    wait_for_rows(warehouse, stored, WARM_UP_TASKS + transactions, worker)
+    seconds = time.perf_counter() - started
+    return Run(
+        f"celery ({table} table)", transactions, seconds, meter.diff(proxy.snapshot(), before)
+    )
+
+
+def broker_url(info: AzuriteInfo) -> str:
+    """kombu's URL for Azurite: the account key, then the queue endpoint."""
+    return f"azurestoragequeues://{info.key}@{info.endpoint(info.queue_port)}"
+
+
+def prepare_warehouse(path: Path) -> None:
+    """The production schema, the batch row the charges refer to, and the plain table."""
+    from bench.celery_app import create_plain_table
+
+    url = f"sqlite:///{path}"
+    upgrade(url)
+    engine = make_engine(url)
+    try:
+        insert_batch_row(engine, sample_pricebook().version_hash())
+    finally:
+        engine.dispose()
+    with sqlite3.connect(path) as connection:
+        create_plain_table(connection)
+
+
+def wait_until_ready(worker: subprocess.Popen[bytes], log: Path) -> None:
+    """Until Celery's worker says it is ready (its pool forked, its queue declared)."""
+    deadline = time.monotonic() + WORKER_READY_TIMEOUT
+    while time.monotonic() < deadline:
+        if worker.poll() is not None:
+            raise RuntimeError(f"the Celery worker exited: {_tail(log)}")
+        if log.is_file() and " ready." in log.read_text(encoding="utf-8", errors="replace"):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"the Celery worker was not ready in {WORKER_READY_TIMEOUT:.0f} s")
+
+
+def wait_for_rows(
+    warehouse: Path, table: str, expected: int, worker: subprocess.Popen[bytes]
+) -> None:
+    deadline = time.monotonic() + RUN_TIMEOUT
+    with sqlite3.connect(warehouse) as connection:
+        while time.monotonic() < deadline:
+            if worker.poll() is not None:
+                raise RuntimeError("the Celery worker exited during the run")
+            (count,) = connection.execute(f"SELECT count(*) FROM {table}").fetchone()
+            if count >= expected:
+                return
+            time.sleep(0.02)
+    raise TimeoutError(f"the Celery run did not store {expected:,} charges in time")
+
+
+def _tail(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
+
+
+def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[Run, Run]:
+    """The demo's run, counted whole and without its status polls.
+
+    Each status poll costs what a ``GET /batches/{id}`` costs; that is measured at the end,
+    with the roles still up, on a batch id that does not exist (the same record lookup),
+    and multiplied by the demo's number of polls. The other roles' idle requests go on
+    meanwhile, so the poll is measured :data:`POLL_SAMPLES` times and each kind's fewest
+    requests taken."""
+    print(f"  this project: {transactions:,} transactions", file=sys.stderr)
+    marks: list[dict[str, int]] = []
+    per_poll: dict[str, int] = {}
+    where: list[tuple[str, str]] = []
+
+    def ready(base_url: str, key: str) -> None:
+        where.append((base_url, key))
+        marks.append(proxy.snapshot())
+
+    def measure_a_poll() -> None:
+        marks.append(proxy.snapshot())
+        base_url, key = where[0]
+        samples = []
+        for _ in range(POLL_SAMPLES):
+            before = proxy.snapshot()
+            httpx.get(
+                f"{base_url}/batches/no-such-batch",
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=30,
+            )
+            samples.append(meter.diff(proxy.snapshot(), before))
+        kinds = set().union(*samples)
+        fewest = {kind: min(s.get(kind, 0) for s in samples) for kind in kinds}
+        per_poll.update({kind: n for kind, n in fewest.items() if n})
+
+    assert proxy.info is not None
+    demo = run_demo(
+        transactions=transactions,
+        processes=processes,
+        backend="azurite",
+        storage_connection_string=proxy.info.connection_string,
+        on_ready=ready,
+        linger=measure_a_poll,
+    )
+    if not demo.reconciled:
+        raise RuntimeError(f"the demo batch did not reconcile: {demo.status}")
+    before, after = marks
+    whole = meter.diff(after, before)
+    polls = {kind: n * demo.status_polls for kind, n in per_poll.items()}
+    without = {kind: n - polls.get(kind, 0) for kind, n in whole.items()}
+    return (
+        Run("this project", transactions, demo.seconds, whole),
+        Run(
+            "this project, status polls excluded",
+            transactions,
+            demo.seconds,
+            without,
+            note=f"{demo.status_polls} polls x "
+            + ", ".join(f"{kind} {n}" for kind, n in sorted(per_poll.items())),
+        ),
+    )
+
+
+def add_comparison(
+    report: Report,
+    celery: Sequence[Run],
+    ours: tuple[Run, Run],
+    chunk_rows: int,
+    workers: int,
+    processes: int,
+) -> None:
+    production, plain = celery
+    whole, without_polls = ours
+    labels = {
+        production.name: f"Celery 5 + kombu azurestoragequeues, {chunk_rows}-row tasks, "
+        f"{workers} prefork workers; charges table and bulk loader (the project's insert)",
+        plain.name: "the same Celery; a plain 16-column table, one executemany (the issue's)",
+        whole.name: f"this project: initiator, {processes} processors, controller, embedded bus",
+        without_polls.name: f"  the same run, its status polls excluded ({without_polls.note})",
+    }
+    rows: list[list[Cell]] = [
+        [
+            labels[run.name],
+            run.seconds,
+            run.throughput,
+            run.throughput / production.throughput,
+            meter.total(run.requests),
+            run.per_thousand,
+            ", ".join(f"{kind} {n}" for kind, n in sorted(run.requests.items())),
+        ]
+        for run in (production, plain, whole, without_polls)
+    ]
+    report.table(
+        f"{production.transactions:,} transactions, same file, same Azurite, requests at a proxy",
+        ["system", "seconds", "transactions/s", "vs Celery", "requests", "per 1,000 tx", "kinds"],
+        rows,
+    )
+    speed = whole.throughput / production.throughput
+    requests_ratio = production.per_thousand / without_polls.per_thousand
+    report.figure("celery.transactions_per_second", production.throughput)
+    report.figure("celery_plain.transactions_per_second", plain.throughput)
+    report.figure("ours.transactions_per_second", whole.throughput)
+    report.figure("ours_over_celery", speed)
+    report.figure("ours_over_celery_plain", whole.throughput / plain.throughput)
+    report.figure("celery.requests_per_1000", production.per_thousand)
+    report.figure("ours.requests_per_1000", whole.per_thousand)
+    report.figure("ours.requests_per_1000_without_status_polls", without_polls.per_thousand)
+    report.figure("celery_requests_over_ours", requests_ratio)
+    report.conclude(
+        f"this project runs at {speed:.2f}x the Celery setup's throughput with the same insert "
+        f"({whole.throughput:,.0f} vs {production.throughput:,.0f} transactions/s), "
+        f"{whole.throughput / plain.throughput:.2f}x Celery's into a plain table "
+        f"({plain.throughput:,.0f}); storage requests per 1,000 transactions: "
+        f"{without_polls.per_thousand:.2f} without status polls ({whole.per_thousand:.2f} with) "
+        f"against Celery's {production.per_thousand:.2f} (Celery / this project "
+        f"{requests_ratio:.2f})"
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
