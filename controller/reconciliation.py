@@ -1,14 +1,33 @@
 """Reconciliation: does the warehouse hold exactly the batch that intake accepted?
 
 Intake took control totals of the batch file (:class:`~shared.domain.transactions.ControlTotals`:
-transaction count, quantity sum, id checksum). When a batch closes, the same three figures
-are computed **from the warehouse itself** — from the ``charges`` rows, not from anything
-the controller counted on the way — and compared. A lost, duplicated or substituted
-transaction changes at least one of them.
+transaction count, quantity sum, id checksum). When a batch closes they are compared with
+the warehouse's, at a cost per batch, not per row — every figure is an aggregate the
+database computes:
+
+* **transaction count and quantity sum**: ``COUNT`` and ``SUM(quantity)`` over the batch's
+  ``charges`` rows themselves, so a charge lost, duplicated, added, or its quantity altered
+  after it was loaded changes them;
+* **id checksum**: the sum, modulo 2**64, of the chunks' *partial* checksums kept on their
+  applied marks (:mod:`shared.warehouse.id_checksum_halves`). The reducer computes each
+  partial from the very transaction ids it loads, and writes it in the same database
+  transaction as those charge rows: the partials of a batch are exactly the ids that were
+  committed, chunk by chunk, never a count kept on the side. A lost, duplicated or
+  substituted id *in what the pipeline delivered* changes the sum.
+
+What the checksum no longer proves is that the rows still hold those ids: it is not
+recomputed from ``charges``. A charge row deleted or added behind the controller's back is
+caught by the count (and its invoice, below); one whose quantity or amounts were altered,
+by the quantity sum or its invoice; but a row whose ``transaction_id`` alone was rewritten
+to an id not in the batch, leaving count, quantity and amounts as they were, is **not**
+caught at close. (The unique key ``(batch_id, transaction_id)`` still forbids rewriting it
+to an id the batch already holds.) Proving the stored ids would mean hashing every one of
+them again, per row, which is what the close used to do.
 
 The second check is internal: every invoice (the running sum the reducer upserts chunk by
-chunk) must equal the sum of its charges, figure by figure. Both checks are read-only, so
-any controller may run them at any time.
+chunk) must equal the sum of its charges, figure by figure — one ``GROUP BY`` over
+invoices and negated charges in SQL. Both checks are read-only, so any controller may run
+them at any time.
 """
 
 from __future__ import annotations
@@ -18,11 +37,10 @@ from dataclasses import dataclass
 from sqlalchemy import BigInteger, Connection, Engine, func, literal, or_, select, union_all
 
 from shared.domain.charges import INVOICE_SUMS
-from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals, id_checksum_of
-from shared.warehouse.models import Charge, Invoice
+from shared.domain.transactions import ControlTotals
+from shared.warehouse.id_checksum_halves import join_sums
+from shared.warehouse.models import AppliedChunk, Charge, Invoice
 
-#: Transaction ids fetched per round trip while the checksum streams over a batch.
-YIELD_PER = 10_000
 #: A reconciliation names at most this many mismatching invoices.
 MAX_REPORTED_MISMATCHES = 100
 
@@ -81,26 +99,23 @@ def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconcil
 
 
 def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
-    """Count and quantity in SQL; the id checksum streamed over the ids in Python.
-
-    The checksum is a sum of blake2b hashes
-    (:func:`~shared.domain.transactions.transaction_id_hash`),
-    which no SQL dialect computes; the ids are fetched ``YIELD_PER`` at a time (a server-side
-    cursor on PostgreSQL), so memory stays flat however large the batch.
-    """
+    """Count and quantity over the charges, the id checksum over the applied marks: in SQL."""
     transactions, quantity = connection.execute(
         select(func.count(), func.coalesce(func.sum(Charge.quantity), 0)).where(
             Charge.batch_id == batch_id
         )
     ).one()
-    ids = connection.execute(
-        select(Charge.transaction_id).where(Charge.batch_id == batch_id),
-        execution_options={"yield_per": YIELD_PER},
+    high_sum, low_sum = connection.execute(
+        select(
+            func.coalesce(func.sum(AppliedChunk.id_checksum_high), 0),
+            func.coalesce(func.sum(AppliedChunk.id_checksum_low), 0),
+        ).where(AppliedChunk.batch_id == batch_id)
+    ).one()
+    return ControlTotals(
+        transactions=transactions,
+        quantity=int(quantity),
+        id_checksum=join_sums(int(high_sum), int(low_sum)),
     )
-    checksum = 0
-    for partition in ids.scalars().partitions():
-        checksum = (checksum + id_checksum_of(partition)) % ID_CHECKSUM_MODULUS
-    return ControlTotals(transactions=transactions, quantity=int(quantity), id_checksum=checksum)
 
 
 def invoice_mismatches(
