@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, str] = {
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",
     "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
     "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
+    "reconciliation": "closing a batch: reconciliation per row vs per batch, SQLite and PostgreSQL",
 }
 
 

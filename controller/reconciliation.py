@@ -100,22 +100,33 @@ def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconcil
 
 def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
     """Count and quantity over the charges, the id checksum over the applied marks: in SQL."""
+    transactions, quantity = charge_totals(connection, batch_id)
+    return ControlTotals(
+        transactions=transactions,
+        quantity=quantity,
+        id_checksum=applied_id_checksum(connection, batch_id),
+    )
+
+
+def charge_totals(connection: Connection, batch_id: str) -> tuple[int, int]:
+    """How many charge rows the batch has, and the sum of their quantities."""
     transactions, quantity = connection.execute(
         select(func.count(), func.coalesce(func.sum(Charge.quantity), 0)).where(
             Charge.batch_id == batch_id
         )
     ).one()
+    return int(transactions), int(quantity)
+
+
+def applied_id_checksum(connection: Connection, batch_id: str) -> int:
+    """The sum modulo 2**64 of the partial id checksums on the batch's applied marks."""
     high_sum, low_sum = connection.execute(
         select(
             func.coalesce(func.sum(AppliedChunk.id_checksum_high), 0),
             func.coalesce(func.sum(AppliedChunk.id_checksum_low), 0),
         ).where(AppliedChunk.batch_id == batch_id)
     ).one()
-    return ControlTotals(
-        transactions=transactions,
-        quantity=int(quantity),
-        id_checksum=join_sums(int(high_sum), int(low_sum)),
-    )
+    return join_sums(int(high_sum), int(low_sum))
 
 
 def invoice_mismatches(
