@@ -2,8 +2,9 @@
 
 Intake took control totals of the batch file (:class:`~shared.domain.transactions.ControlTotals`:
 transaction count, quantity sum, id checksum). When a batch closes they are compared with
-the warehouse's, at a cost per batch, not per row — every figure is an aggregate the
-database computes:
+the warehouse's. No row reaches Python: every figure is an aggregate the database
+computes, the charges are read once (one indexed pass, :func:`scan_charges`), and the
+checksum costs one row per chunk:
 
 * **transaction count and quantity sum**: ``COUNT`` and ``SUM(quantity)`` over the batch's
   ``charges`` rows themselves, so a charge lost, duplicated, added, or its quantity altered
@@ -25,16 +26,15 @@ to an id the batch already holds.) Proving the stored ids would mean hashing eve
 them again, per row, which is what the close used to do.
 
 The second check is internal: every invoice (the running sum the reducer upserts chunk by
-chunk) must equal the sum of its charges, figure by figure — one ``GROUP BY`` over
-invoices and negated charges in SQL. Both checks are read-only, so any controller may run
-them at any time.
+chunk) must equal the sum of its charges, figure by figure — in the same SQL statement,
+grouped by customer. Both checks are read-only, so any controller may run them at any time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Connection, Engine, func, literal, or_, select, union_all
+from sqlalchemy import BigInteger, Connection, Engine, func, literal, null, or_, select, union_all
 
 from shared.domain.charges import INVOICE_SUMS
 from shared.domain.transactions import ControlTotals
@@ -90,32 +90,85 @@ class Reconciliation:
 def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconciliation:
     """Compare the warehouse's figures of ``batch_id`` with intake's ``control`` totals."""
     with engine.connect() as connection:
-        return Reconciliation(
-            batch_id=batch_id,
-            control=control,
-            warehouse=warehouse_totals(connection, batch_id),
-            invoice_mismatches=invoice_mismatches(connection, batch_id),
-        )
-
-
-def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
-    """Count and quantity over the charges, the id checksum over the applied marks: in SQL."""
-    transactions, quantity = charge_totals(connection, batch_id)
-    return ControlTotals(
-        transactions=transactions,
-        quantity=quantity,
-        id_checksum=applied_id_checksum(connection, batch_id),
+        scan = scan_charges(connection, batch_id)
+        checksum = applied_id_checksum(connection, batch_id)
+    return Reconciliation(
+        batch_id=batch_id,
+        control=control,
+        warehouse=ControlTotals(
+            transactions=scan.transactions, quantity=scan.quantity, id_checksum=checksum
+        ),
+        invoice_mismatches=scan.invoice_mismatches,
     )
 
 
-def charge_totals(connection: Connection, batch_id: str) -> tuple[int, int]:
-    """How many charge rows the batch has, and the sum of their quantities."""
-    transactions, quantity = connection.execute(
-        select(func.count(), func.coalesce(func.sum(Charge.quantity), 0)).where(
-            Charge.batch_id == batch_id
+@dataclass(frozen=True)
+class ChargeScan:
+    """What one pass over a batch's charges finds: its totals and the invoices they contradict."""
+
+    transactions: int
+    quantity: int
+    invoice_mismatches: list[InvoiceMismatch]
+
+
+def scan_charges(
+    connection: Connection, batch_id: str, limit: int = MAX_REPORTED_MISMATCHES
+) -> ChargeScan:
+    """Count, quantity sum and invoice mismatches of the batch, in one SQL statement.
+
+    The batch's charges are summed per customer once (``GROUP BY customer_id``, which the
+    ``(batch_id, customer_id)`` index delivers in order, so no sort); that small result is
+    materialised and read twice: summed again into the batch's count and quantity, and,
+    negated, stacked (``UNION ALL``) with the invoices, so that per customer a correct
+    invoice sums to zero in every figure. A customer with charges but no invoice, or an
+    invoice with no charges, shows up too. Portable (no FULL OUTER JOIN, no ROLLUP); the
+    totals come back as the one row whose ``customer_id`` is null (customer ids never are).
+    """
+    per_customer = (
+        select(
+            Charge.customer_id,
+            func.count().label("lines"),
+            *(func.sum(Charge.__table__.c[name]).label(name) for name in INVOICE_SUMS[1:]),
         )
-    ).one()
-    return int(transactions), int(quantity)
+        .where(Charge.batch_id == batch_id)
+        .group_by(Charge.customer_id)
+        .cte("charges_per_customer")
+        .prefix_with("MATERIALIZED")  # read twice below: summed once, not twice
+    )
+    invoice_rows = select(
+        Invoice.customer_id, *(Invoice.__table__.c[name] for name in INVOICE_SUMS)
+    ).where(Invoice.batch_id == batch_id)
+    negated_charges = select(
+        per_customer.c.customer_id, *(-per_customer.c[name] for name in INVOICE_SUMS)
+    )
+    stacked = union_all(invoice_rows, negated_charges).subquery()
+    sums = [func.sum(stacked.c[name]) for name in INVOICE_SUMS]
+    mismatches = (
+        select(stacked.c.customer_id, *sums)
+        .group_by(stacked.c.customer_id)
+        .having(or_(*(total != 0 for total in sums)))
+        .order_by(stacked.c.customer_id)
+        .limit(limit)
+        .subquery()
+    )
+    zeros = [literal(0, BigInteger) for _ in INVOICE_SUMS[2:]]
+    totals = select(
+        null().label("customer_id"),
+        func.coalesce(func.sum(per_customer.c.lines), 0),
+        func.coalesce(func.sum(per_customer.c.quantity), 0),
+        *zeros,
+    )
+    transactions, quantity, found = 0, 0, []
+    for customer_id, *figures in connection.execute(union_all(totals, select(mismatches))):
+        if customer_id is None:
+            transactions, quantity = int(figures[0]), int(figures[1])
+            continue
+        differences = {
+            name: int(value) for name, value in zip(INVOICE_SUMS, figures, strict=True) if value
+        }
+        found.append(InvoiceMismatch(customer_id=customer_id, differences=differences))
+    found.sort(key=lambda mismatch: mismatch.customer_id)
+    return ChargeScan(transactions, quantity, found)
 
 
 def applied_id_checksum(connection: Connection, batch_id: str) -> int:
@@ -127,41 +180,3 @@ def applied_id_checksum(connection: Connection, batch_id: str) -> int:
         ).where(AppliedChunk.batch_id == batch_id)
     ).one()
     return join_sums(int(high_sum), int(low_sum))
-
-
-def invoice_mismatches(
-    connection: Connection, batch_id: str, limit: int = MAX_REPORTED_MISMATCHES
-) -> list[InvoiceMismatch]:
-    """Invoices that differ from the sum of their charges, in one GROUP BY query.
-
-    Invoice rows and *negated* charge rows are stacked (``UNION ALL``) and summed per
-    customer: a correct invoice sums to zero in every figure. A customer with charges but
-    no invoice, or an invoice with no charges, shows up too. Portable to every dialect
-    (no FULL OUTER JOIN needed).
-    """
-    invoice_rows = select(
-        Invoice.customer_id, *(Invoice.__table__.c[name] for name in INVOICE_SUMS)
-    ).where(Invoice.batch_id == batch_id)
-    negated_charges = select(
-        Charge.customer_id,
-        literal(-1, BigInteger).label("lines"),
-        *((-Charge.__table__.c[name]).label(name) for name in INVOICE_SUMS if name != "lines"),
-    ).where(Charge.batch_id == batch_id)
-    stacked = union_all(invoice_rows, negated_charges).subquery()
-    sums = [func.sum(stacked.c[name]) for name in INVOICE_SUMS]
-    query = (
-        select(stacked.c.customer_id, *sums)
-        .group_by(stacked.c.customer_id)
-        .having(or_(*(total != 0 for total in sums)))
-        .order_by(stacked.c.customer_id)
-        .limit(limit)
-    )
-    return [
-        InvoiceMismatch(
-            customer_id=customer_id,
-            differences={
-                name: int(value) for name, value in zip(INVOICE_SUMS, figures, strict=True) if value
-            },
-        )
-        for customer_id, *figures in connection.execute(query)
-    ]
