@@ -62,13 +62,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report(benchmark="charge_load", quick=args.quick)
 
     print(f"  rating {rows:,} transactions", file=sys.stderr)
-    chunks = _rated_chunks(rows, chunk_size)
+    chunks = rated_chunks(rows, chunk_size)
     table: list[list[Cell]] = []
     with tempfile.TemporaryDirectory(prefix="bench-load-") as folder:
         url = f"sqlite:///{Path(folder) / 'warehouse.sqlite3'}"
         table.append(_measure(report, "sqlite", url, chunks, rows, rounds))
     if args.postgres:
-        with _postgres_database(args.postgres) as url:
+        with postgres_database(args.postgres) as url:
             table.append(_measure(report, "postgresql", url, chunks, rows, rounds))
     else:
         report.conclude("PostgreSQL skipped: give --postgres URL or BILLING_TEST_POSTGRES_URL")
@@ -156,8 +156,15 @@ def _bulk_load(engine: Engine, chunks: list[ResultRows], ids: Iterator[int]) -> 
             load_charges(connection, values)
 
 
-def _rated_chunks(transactions: int, chunk_size: int) -> list[ResultRows]:
+def rated_chunks(transactions: int, chunk_size: int) -> list[ResultRows]:
     """Result rows of a generated batch: parsed, chunked, encoded as payload rows, rated."""
+    return [rows for rows, _ in rated_results(transactions, chunk_size)]
+
+
+def rated_results(
+    transactions: int, chunk_size: int
+) -> list[tuple[ResultRows, dict[str, list[int]]]]:
+    """:func:`rated_chunks` with each chunk's per-customer subtotals, as a processor sends."""
     book = sample_pricebook()
     rater = IntegerRater(book)
     data = batch_file(transactions)
@@ -167,7 +174,7 @@ def _rated_chunks(transactions: int, chunk_size: int) -> list[ResultRows]:
             json.loads(chunk_json(BATCH_ID, index, rows))
             for index, rows in enumerate(chunks_of(reader, chunk_size))
         ]
-    return [rater.rate_rows(document["rows"])[0] for document in documents]
+    return [rater.rate_rows(document["rows"]) for document in documents]
 
 
 def _add_batch(engine: Engine) -> None:
@@ -194,9 +201,10 @@ def _empty(engine: Engine) -> None:
 
 
 @contextmanager
-def _postgres_database(server_url: str) -> Iterator[str]:
+def postgres_database(server_url: str, prefix: str = "bench_charge_load") -> Iterator[str]:
+    """A throw-away database on ``server_url`` (created, yielded as a URL, dropped)."""
     admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    name = f"bench_charge_load_{uuid.uuid4().hex[:8]}"
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
     try:
         with admin.connect() as connection:
             connection.execute(text(f'CREATE DATABASE "{name}"'))

@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
     "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
     "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
+    "reconciliation": "closing a batch: reconciliation per row vs per batch, SQLite and PostgreSQL",
 }
 #: Benchmarks that need Azurite whatever their options (the smoke test runs them apart).
 NEEDS_AZURITE = frozenset({"celery_reference"})

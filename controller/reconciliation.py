@@ -1,28 +1,46 @@
 """Reconciliation: does the warehouse hold exactly the batch that intake accepted?
 
 Intake took control totals of the batch file (:class:`~shared.domain.transactions.ControlTotals`:
-transaction count, quantity sum, id checksum). When a batch closes, the same three figures
-are computed **from the warehouse itself** — from the ``charges`` rows, not from anything
-the controller counted on the way — and compared. A lost, duplicated or substituted
-transaction changes at least one of them.
+transaction count, quantity sum, id checksum). When a batch closes they are compared with
+the warehouse's. No row reaches Python: every figure is an aggregate the database
+computes, the charges are read once (one indexed pass, :func:`scan_charges`), and the
+checksum costs one row per chunk:
+
+* **transaction count and quantity sum**: ``COUNT`` and ``SUM(quantity)`` over the batch's
+  ``charges`` rows themselves, so a charge lost, duplicated, added, or its quantity altered
+  after it was loaded changes them;
+* **id checksum**: the sum, modulo 2**64, of the chunks' *partial* checksums kept on their
+  applied marks (:mod:`shared.warehouse.id_checksum_halves`). The reducer computes each
+  partial from the very transaction ids it loads, and writes it in the same database
+  transaction as those charge rows: the partials of a batch are exactly the ids that were
+  committed, chunk by chunk, never a count kept on the side. A lost, duplicated or
+  substituted id *in what the pipeline delivered* changes the sum.
+
+What the checksum no longer proves is that the rows still hold those ids: it is not
+recomputed from ``charges``. A charge row deleted or added behind the controller's back is
+caught by the count (and its invoice, below); one whose quantity or amounts were altered,
+by the quantity sum or its invoice; but a row whose ``transaction_id`` alone was rewritten
+to an id not in the batch, leaving count, quantity and amounts as they were, is **not**
+caught at close. (The unique key ``(batch_id, transaction_id)`` still forbids rewriting it
+to an id the batch already holds.) Proving the stored ids would mean hashing every one of
+them again, per row, which is what the close used to do.
 
 The second check is internal: every invoice (the running sum the reducer upserts chunk by
-chunk) must equal the sum of its charges, figure by figure. Both checks are read-only, so
-any controller may run them at any time.
+chunk) must equal the sum of its charges, figure by figure — in the same SQL statement,
+grouped by customer. Both checks are read-only, so any controller may run them at any time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import BigInteger, Connection, Engine, func, literal, or_, select, union_all
+from sqlalchemy import BigInteger, Connection, Engine, func, literal, null, or_, select, union_all
 
 from shared.domain.charges import INVOICE_SUMS
-from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals, id_checksum_of
-from shared.warehouse.models import Charge, Invoice
+from shared.domain.transactions import ControlTotals
+from shared.warehouse.id_checksum_halves import join_sums
+from shared.warehouse.models import AppliedChunk, Charge, Invoice
 
-#: Transaction ids fetched per round trip while the checksum streams over a batch.
-YIELD_PER = 10_000
 #: A reconciliation names at most this many mismatching invoices.
 MAX_REPORTED_MISMATCHES = 100
 
@@ -72,70 +90,93 @@ class Reconciliation:
 def reconcile(engine: Engine, batch_id: str, control: ControlTotals) -> Reconciliation:
     """Compare the warehouse's figures of ``batch_id`` with intake's ``control`` totals."""
     with engine.connect() as connection:
-        return Reconciliation(
-            batch_id=batch_id,
-            control=control,
-            warehouse=warehouse_totals(connection, batch_id),
-            invoice_mismatches=invoice_mismatches(connection, batch_id),
-        )
-
-
-def warehouse_totals(connection: Connection, batch_id: str) -> ControlTotals:
-    """Count and quantity in SQL; the id checksum streamed over the ids in Python.
-
-    The checksum is a sum of blake2b hashes
-    (:func:`~shared.domain.transactions.transaction_id_hash`),
-    which no SQL dialect computes; the ids are fetched ``YIELD_PER`` at a time (a server-side
-    cursor on PostgreSQL), so memory stays flat however large the batch.
-    """
-    transactions, quantity = connection.execute(
-        select(func.count(), func.coalesce(func.sum(Charge.quantity), 0)).where(
-            Charge.batch_id == batch_id
-        )
-    ).one()
-    ids = connection.execute(
-        select(Charge.transaction_id).where(Charge.batch_id == batch_id),
-        execution_options={"yield_per": YIELD_PER},
+        scan = scan_charges(connection, batch_id)
+        checksum = applied_id_checksum(connection, batch_id)
+    return Reconciliation(
+        batch_id=batch_id,
+        control=control,
+        warehouse=ControlTotals(
+            transactions=scan.transactions, quantity=scan.quantity, id_checksum=checksum
+        ),
+        invoice_mismatches=scan.invoice_mismatches,
     )
-    checksum = 0
-    for partition in ids.scalars().partitions():
-        checksum = (checksum + id_checksum_of(partition)) % ID_CHECKSUM_MODULUS
-    return ControlTotals(transactions=transactions, quantity=int(quantity), id_checksum=checksum)
 
 
-def invoice_mismatches(
+@dataclass(frozen=True)
+class ChargeScan:
+    """What one pass over a batch's charges finds: its totals and the invoices they contradict."""
+
+    transactions: int
+    quantity: int
+    invoice_mismatches: list[InvoiceMismatch]
+
+
+def scan_charges(
     connection: Connection, batch_id: str, limit: int = MAX_REPORTED_MISMATCHES
-) -> list[InvoiceMismatch]:
-    """Invoices that differ from the sum of their charges, in one GROUP BY query.
+) -> ChargeScan:
+    """Count, quantity sum and invoice mismatches of the batch, in one SQL statement.
 
-    Invoice rows and *negated* charge rows are stacked (``UNION ALL``) and summed per
-    customer: a correct invoice sums to zero in every figure. A customer with charges but
-    no invoice, or an invoice with no charges, shows up too. Portable to every dialect
-    (no FULL OUTER JOIN needed).
+    The batch's charges are summed per customer once (``GROUP BY customer_id``, which the
+    ``(batch_id, customer_id)`` index delivers in order, so no sort); that small result is
+    materialised and read twice: summed again into the batch's count and quantity, and,
+    negated, stacked (``UNION ALL``) with the invoices, so that per customer a correct
+    invoice sums to zero in every figure. A customer with charges but no invoice, or an
+    invoice with no charges, shows up too. Portable (no FULL OUTER JOIN, no ROLLUP); the
+    totals come back as the one row whose ``customer_id`` is null (customer ids never are).
     """
+    per_customer = (
+        select(
+            Charge.customer_id,
+            func.count().label("lines"),
+            *(func.sum(Charge.__table__.c[name]).label(name) for name in INVOICE_SUMS[1:]),
+        )
+        .where(Charge.batch_id == batch_id)
+        .group_by(Charge.customer_id)
+        .cte("charges_per_customer")
+        .prefix_with("MATERIALIZED")  # read twice below: summed once, not twice
+    )
     invoice_rows = select(
         Invoice.customer_id, *(Invoice.__table__.c[name] for name in INVOICE_SUMS)
     ).where(Invoice.batch_id == batch_id)
     negated_charges = select(
-        Charge.customer_id,
-        literal(-1, BigInteger).label("lines"),
-        *((-Charge.__table__.c[name]).label(name) for name in INVOICE_SUMS if name != "lines"),
-    ).where(Charge.batch_id == batch_id)
+        per_customer.c.customer_id, *(-per_customer.c[name] for name in INVOICE_SUMS)
+    )
     stacked = union_all(invoice_rows, negated_charges).subquery()
     sums = [func.sum(stacked.c[name]) for name in INVOICE_SUMS]
-    query = (
+    mismatches = (
         select(stacked.c.customer_id, *sums)
         .group_by(stacked.c.customer_id)
         .having(or_(*(total != 0 for total in sums)))
         .order_by(stacked.c.customer_id)
         .limit(limit)
+        .subquery()
     )
-    return [
-        InvoiceMismatch(
-            customer_id=customer_id,
-            differences={
-                name: int(value) for name, value in zip(INVOICE_SUMS, figures, strict=True) if value
-            },
-        )
-        for customer_id, *figures in connection.execute(query)
-    ]
+    zeros = [literal(0, BigInteger) for _ in INVOICE_SUMS[2:]]
+    totals = select(
+        null().label("customer_id"),
+        func.coalesce(func.sum(per_customer.c.lines), 0),
+        func.coalesce(func.sum(per_customer.c.quantity), 0),
+        *zeros,
+    )
+    transactions, quantity, found = 0, 0, []
+    for customer_id, *figures in connection.execute(union_all(totals, select(mismatches))):
+        if customer_id is None:
+            transactions, quantity = int(figures[0]), int(figures[1])
+            continue
+        differences = {
+            name: int(value) for name, value in zip(INVOICE_SUMS, figures, strict=True) if value
+        }
+        found.append(InvoiceMismatch(customer_id=customer_id, differences=differences))
+    found.sort(key=lambda mismatch: mismatch.customer_id)
+    return ChargeScan(transactions, quantity, found)
+
+
+def applied_id_checksum(connection: Connection, batch_id: str) -> int:
+    """The sum modulo 2**64 of the partial id checksums on the batch's applied marks."""
+    high_sum, low_sum = connection.execute(
+        select(
+            func.coalesce(func.sum(AppliedChunk.id_checksum_high), 0),
+            func.coalesce(func.sum(AppliedChunk.id_checksum_low), 0),
+        ).where(AppliedChunk.batch_id == batch_id)
+    ).one()
+    return join_sums(int(high_sum), int(low_sum))

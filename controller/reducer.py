@@ -5,7 +5,9 @@ the commit and the message delete, two controllers that took the same message af
 visibility timeout). The effect must land once. One database transaction therefore does all
 of it:
 
-1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``),
+1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``), with the chunk's
+   partial id checksum computed from the very ids step 2 loads (the batch's reconciliation
+   sums these partials instead of re-reading every id, :mod:`controller.reconciliation`),
 2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
    ``COPY`` on PostgreSQL, ``executemany`` of tuples on SQLite),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
@@ -34,14 +36,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from controller.charge_loader import load_charges
-from shared.contracts.chunk_result import ChargeRow
+from shared.contracts.chunk_result import COLUMNS, ChargeRow
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
+from shared.domain.transactions import id_checksum_of
+from shared.warehouse import id_checksum_halves
 from shared.warehouse.models import AppliedChunk, Invoice
 
 log = logging.getLogger(__name__)
 
 _charge_values = attrgetter(*CHARGE_FIELDS)
 _subtotal_values = attrgetter(*INVOICE_SUMS)
+_TRANSACTION_ID = COLUMNS.index("transaction_id")
 
 
 class IdSource(Protocol):
@@ -103,6 +108,7 @@ def apply_rows(
     order_ids = allocator.take(len(rows))
     if len(order_ids) != len(rows):
         raise ValueError(f"{len(order_ids)} order ids for {len(rows)} charges")
+    high, low = id_checksum_halves.split(id_checksum_of(row[_TRANSACTION_ID] for row in rows))
     try:
         with engine.begin() as connection:
             connection.execute(
@@ -112,6 +118,8 @@ def apply_rows(
                     applied_at=datetime.now(UTC),
                     transactions=len(rows),
                     processor=processor,
+                    id_checksum_high=high,
+                    id_checksum_low=low,
                 )
             )
             if rows:

@@ -129,3 +129,8 @@ class AppliedChunk(Base):
     applied_at: Mapped[datetime] = mapped_column(UtcDateTime)
     transactions: Mapped[int] = mapped_column(Integer)
     processor: Mapped[str] = mapped_column(String(128))
+    # The chunk's partial id checksum (the sum of its transaction ids' hashes), written in
+    # the transaction that loads its charges; a batch's is the sum over its chunks
+    # (shared.warehouse.id_checksum_halves: two 32-bit halves, so that SQL can sum them).
+    id_checksum_high: Mapped[int] = mapped_column(BigInteger)
+    id_checksum_low: Mapped[int] = mapped_column(BigInteger)

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine, delete, insert, update
+from collections.abc import Callable
+
+import pytest
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from controller.reconciliation import reconcile
 from controller.worker import build_result_handler, order_id_allocator
+from shared.contracts.batch_records import BatchRecords
+from shared.domain.transactions import id_checksum_of
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.warehouse.models import Charge, Invoice
 from tests.controller.batches import control_totals, make_transactions, publish_batch
+from tests.controller.checks import batch_row
 
 
 def applied_batch(
@@ -77,7 +83,9 @@ def test_a_lost_charge_and_a_drifted_invoice_are_both_found(
     assert not result.reconciled
     assert result.warehouse.transactions == control.transactions - 1
     assert result.warehouse.quantity == control.quantity - lost.quantity
-    assert result.warehouse.id_checksum != control.id_checksum
+    # The id checksum sums the partials written when the chunk was applied: it still says
+    # what was loaded. The count, the quantity and the invoice are what catch the loss.
+    assert result.warehouse.id_checksum == control.id_checksum
     mismatches = {m.customer_id: m.differences for m in result.invoice_mismatches}
     # The lost charge's customer: its invoice still counts the charge.
     lost_customer = mismatches[lost.customer_id]
@@ -98,3 +106,87 @@ def test_a_lost_charge_and_a_drifted_invoice_are_both_found(
     description = result.describe()
     assert "does NOT reconcile" in description
     assert f"transactions: control {control.transactions}" in description
+
+
+def _delete_a_charge(connection: Connection, batch_id: str) -> None:
+    victim = select(func.min(Charge.order_id)).where(Charge.batch_id == batch_id)
+    connection.execute(delete(Charge).where(Charge.order_id == victim.scalar_subquery()))
+
+
+def _alter_a_quantity(connection: Connection, batch_id: str) -> None:
+    victim = select(func.min(Charge.order_id)).where(Charge.batch_id == batch_id)
+    connection.execute(
+        update(Charge)
+        .where(Charge.order_id == victim.scalar_subquery())
+        .values(quantity=Charge.quantity + 1)
+    )
+
+
+def _add_a_charge(connection: Connection, batch_id: str) -> None:
+    """A copy of an existing charge under a fresh id, invoice left alone."""
+    table = Charge.__table__
+    row = connection.execute(select(table).where(Charge.batch_id == batch_id).limit(1)).one()
+    order_id = connection.scalar(select(func.max(Charge.order_id))) + 1_000_000
+    connection.execute(
+        insert(table).values(
+            dict(row._mapping) | {"order_id": order_id, "transaction_id": "tx-smuggled"}
+        )
+    )
+
+
+Tampering = Callable[[Connection, str], None]
+
+
+@pytest.mark.parametrize(
+    "tamper",
+    [_delete_a_charge, _alter_a_quantity, _add_a_charge],
+    ids=["deleted", "quantity-altered", "added"],
+)
+def test_a_charge_tampered_with_behind_the_controllers_back_leaves_the_batch_unreconciled(
+    settings: Settings, storage: StorageAccount, warehouse: Engine, tamper: Tampering
+) -> None:
+    # Two chunks: the first is applied, then its rows are tampered with, then the second
+    # arrives and closes the batch. The partial id checksums are as the reducer wrote them.
+    transactions = make_transactions(40, seed=43, customers=3)
+    batch = publish_batch(storage, settings, "b-tampered-rows", transactions, chunk_size=20)
+    handler = build_result_handler(
+        settings, storage, warehouse, order_id_allocator(settings, storage)
+    )
+    handler.handle_text(batch.results[0].to_text())
+    with warehouse.begin() as connection:
+        tamper(connection, batch.batch_id)
+    handler.handle_text(batch.results[1].to_text())
+
+    row = batch_row(warehouse, batch.batch_id)
+    assert (row["status"], row["reconciled"]) == ("completed", False)
+    stored = BatchRecords(storage.table(settings.batches_table)).find(batch.batch_id)
+    assert stored is not None
+    record = stored.record
+    assert record.reconciled is False
+    control = control_totals(transactions)
+    assert record.warehouse_totals is not None
+    assert record.warehouse_totals != control
+    assert record.warehouse_totals.id_checksum == control.id_checksum  # see the next test
+
+
+def test_a_rewritten_transaction_id_alone_is_not_caught_at_close(
+    settings: Settings, storage: StorageAccount, warehouse: Engine
+) -> None:
+    # The limit the reconciliation's docstring states: the id checksum is summed from the
+    # partials the reducer wrote, not recomputed from the rows, so an id rewritten in place
+    # (count, quantity and amounts untouched) goes unnoticed. Rehashing the rows' ids (what
+    # the close did before, per row) would see it.
+    applied_batch(settings, storage, warehouse, "b-rewritten")
+    control = control_totals(make_transactions(40, seed=41, customers=4))
+    with warehouse.begin() as connection:
+        connection.execute(
+            update(Charge)
+            .where(Charge.batch_id == "b-rewritten", Charge.transaction_id == "tx-41-00007")
+            .values(transaction_id="tx-forged")
+        )
+        stored_ids = connection.scalars(
+            select(Charge.transaction_id).where(Charge.batch_id == "b-rewritten")
+        ).all()
+
+    assert reconcile(warehouse, "b-rewritten", control).reconciled
+    assert id_checksum_of(stored_ids) != control.id_checksum

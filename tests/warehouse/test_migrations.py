@@ -12,10 +12,12 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, inspect, select, update
+from sqlalchemy import Engine, insert, inspect, select, update
 from sqlalchemy.exc import StatementError
 
-from shared.warehouse import Base, Batch, make_engine, upgrade
+from shared.domain.transactions import id_checksum_of
+from shared.warehouse import AppliedChunk, Base, Batch, Charge, make_engine, upgrade
+from shared.warehouse.id_checksum_halves import join_sums
 from shared.warehouse.migrate import alembic_config, current_revision, head_revision
 from tests.warehouse.conftest import add_batch
 
@@ -36,7 +38,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0001"
+    assert current_revision(warehouse_url) == head_revision() == "0002"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -67,7 +69,7 @@ def test_controllers_starting_together_all_upgrade_cleanly(warehouse_url: str) -
         controller.join(timeout=120)
 
     assert [controller.exitcode for controller in controllers] == [0, 0, 0]
-    assert current_revision(warehouse_url) == "0001"
+    assert current_revision(warehouse_url) == "0002"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -87,7 +89,7 @@ def test_threads_of_one_process_may_call_upgrade_together(warehouse_url: str) ->
         thread.join()
 
     assert errors == []
-    assert current_revision(warehouse_url) == "0001"
+    assert current_revision(warehouse_url) == "0002"
 
 
 def test_downgrade_to_nothing_and_back(warehouse_url: str) -> None:
@@ -146,3 +148,65 @@ def test_timestamps_come_back_in_utc_whatever_offset_went_in(engine: Engine) -> 
     assert stored.tzinfo is not None
     assert stored.utcoffset() == timedelta(0)
     assert stored == datetime(2025, 3, 29, 23, 30, tzinfo=UTC)
+
+
+def test_revision_0002_gives_chunks_applied_before_it_their_partial_id_checksums(
+    warehouse_url: str,
+) -> None:
+    command.upgrade(alembic_config(warehouse_url), "0001")
+    engine = make_engine(warehouse_url)
+    ids = {0: [f"tx-{n:03d}" for n in range(0, 30)], 1: [f"tx-{n:03d}" for n in range(30, 45)]}
+    try:
+        add_batch(engine, "b-old", chunks=3)
+        with engine.begin() as connection:
+            for chunk in (0, 1, 2):  # chunk 2 was applied with no charges at all
+                connection.execute(
+                    insert(AppliedChunk.__table__).values(
+                        batch_id="b-old",
+                        chunk=chunk,
+                        applied_at=datetime.now(UTC),
+                        transactions=len(ids.get(chunk, [])),
+                        processor="before-0002",
+                    )
+                )
+            connection.execute(
+                insert(Charge.__table__),
+                [
+                    _charge_values(order_id=order_id, chunk=chunk, transaction_id=tid)
+                    for order_id, (chunk, tid) in enumerate(
+                        ((chunk, tid) for chunk in ids for tid in ids[chunk]), start=1
+                    )
+                ],
+            )
+
+        upgrade(warehouse_url)
+
+        with engine.connect() as connection:
+            halves = {
+                row.chunk: join_sums(row.id_checksum_high, row.id_checksum_low)
+                for row in connection.execute(select(AppliedChunk))
+            }
+    finally:
+        engine.dispose()
+    assert halves == {0: id_checksum_of(ids[0]), 1: id_checksum_of(ids[1]), 2: 0}
+
+
+def _charge_values(*, order_id: int, chunk: int, transaction_id: str) -> dict[str, object]:
+    return {
+        "order_id": order_id,
+        "batch_id": "b-old",
+        "chunk": chunk,
+        "transaction_id": transaction_id,
+        "customer_id": "acme",
+        "sku": "SKU-1",
+        "region": "EU",
+        "quantity": 1,
+        "occurred_at": datetime(2025, 1, 1, tzinfo=UTC),
+        "currency": "EUR",
+        "unit_price": 100,
+        "gross": 100,
+        "discount": 0,
+        "net": 100,
+        "tax": 0,
+        "total": 100,
+    }

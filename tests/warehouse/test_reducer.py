@@ -16,7 +16,9 @@ from sqlalchemy.orm import Session
 from controller.reducer import IdSource, apply_chunk, is_applied
 from shared.contracts.chunk_result import ChargeRow
 from shared.domain.charges import INVOICE_SUMS, CustomerSubtotal, RatedCharge
+from shared.domain.transactions import id_checksum_of
 from shared.warehouse import AppliedChunk, Charge, Invoice
+from shared.warehouse.id_checksum_halves import join_sums
 from tests.warehouse.conftest import add_batch
 
 CUSTOMERS = ("acme", "globex", "initech")
@@ -148,6 +150,10 @@ def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -
     assert first.currency == "EUR"
     assert (first.batch_id, first.chunk) == ("b1", 0)
     assert (mark.batch_id, mark.chunk, mark.transactions, mark.processor) == ("b1", 0, 50, "proc-1")
+    # The mark carries the chunk's partial id checksum, from the ids that were loaded.
+    assert join_sums(mark.id_checksum_high, mark.id_checksum_low) == id_checksum_of(
+        c.transaction_id for c in stored
+    )
     assert is_applied(engine, "b1", 0)
     assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
 
