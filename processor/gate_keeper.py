@@ -2,9 +2,9 @@
 
 A processor may start **held**: its listener starts no dequeue thread until the gate opens.
 Two paths open (or close) it, as :mod:`shared.coordination.gate` explains: the broadcast on the
-trigger
-topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read at
-start and re-read by a slow poll (a lost broadcast costs at most one poll interval).
+trigger topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read
+at start and re-read through :meth:`GateKeeper.refresh` whenever the work signal moved
+(:mod:`processor.control_watch`): a lost broadcast costs at most one safety tick.
 
 Whichever path notices a change, :meth:`GateKeeper.sync` brings the listener in line:
 
@@ -39,29 +39,24 @@ class GatedListener(Protocol):
 class GateKeeper:
     """Keeps a listener held or running as the gate says."""
 
-    def __init__(
-        self, control: BlobContainer, listener: GatedListener, *, poll_seconds: float
-    ) -> None:
+    def __init__(self, control: BlobContainer, listener: GatedListener) -> None:
         self._control = control
         self._listener = listener
-        self._poll_seconds = poll_seconds
         self._lock = threading.Lock()
         self._watcher: GateWatcher | None = None
         self._listener_started = False
         self._stopping = threading.Event()
-        self._poll = threading.Thread(target=self._poll_main, name="gate-poll", daemon=True)
 
     @property
     def released(self) -> bool:
         return self._watcher is not None and self._watcher.released
 
     def start(self) -> None:
-        """Read the durable flag (raises if storage cannot be read), act on it, start polling."""
+        """Read the durable flag (raises if storage cannot be read) and act on it."""
         self._watcher = GateWatcher(self._control)
         if not self._watcher.released:
             log.info("gate is held: waiting for 'billing release'")
         self.sync()
-        self._poll.start()
 
     def on_event(self, event: GateEvent) -> None:
         """A broadcast: apply it at once. Ignored before :meth:`start`, whose read of the
@@ -98,12 +93,6 @@ class GateKeeper:
             self._listener.start()
 
     def stop(self) -> None:
-        """Stop polling and stop acting on the gate (the caller stops the listener)."""
+        """Stop acting on the gate (the caller stops the listener)."""
         with self._lock:
             self._stopping.set()
-        if self._poll.is_alive():
-            self._poll.join()
-
-    def _poll_main(self) -> None:
-        while not self._stopping.wait(self._poll_seconds):
-            self.refresh()

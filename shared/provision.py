@@ -1,4 +1,5 @@
-"""Create what each role needs — queues, containers, tables, the topic — idempotently.
+"""Create what each role needs — queues, containers, tables, the topic, the control
+blobs every processor reads while idle — idempotently.
 
 Every role calls this at start, so a fresh Azurite, a fresh embedded folder or a fresh
 Azure account all work without a separate set-up step. In Azure, Bicep declares the same
@@ -10,6 +11,8 @@ from __future__ import annotations
 import logging
 
 from shared.bus.ports import TriggerBus
+from shared.coordination.gate import ensure_gate
+from shared.coordination.work_signal import ensure_work_signal
 from shared.listener.source import poison_queue
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
@@ -45,6 +48,10 @@ def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBu
         storage.container(name).create()
     for name in tables_for(settings):
         storage.table(name).create()
+    # Written once, create-only, so that idle processors' reads of them never answer 404.
+    control = storage.container(settings.control_container)
+    ensure_gate(control)
+    ensure_work_signal(control)
     if bus is not None:
         bus.ensure_topic()
     log.info(

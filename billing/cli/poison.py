@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import typer
 from azure.core.exceptions import ResourceNotFoundError
 
+from shared.coordination.work_signal import signal_work
 from shared.listener.poison import PoisonRecord
 from shared.listener.redrive import peek_poisoned, redrive
 from shared.listener.source import poison_queue
@@ -109,6 +110,8 @@ def redrive_poisoned(batch_id: str | None = BATCH_OPTION) -> None:
             skipped += sum(
                 1 for p in report.skipped if p.record is None or p.record.content_truncated
             )
+        if redriven:  # idle processors read this signal, not every queue's depth
+            signal_work(storage.container(settings.control_container), "redrive")
     typer.echo(f"redrove {redriven} message(s)")
     if skipped:
         typer.echo(
