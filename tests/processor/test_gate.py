@@ -93,6 +93,8 @@ def test_without_the_broadcast_the_work_signal_makes_the_flag_be_reread(
     version = deployment.upload_pricebook(TIE_BOOK)
     worker = start_worker(deployment, safety_poll_seconds=0.3)
     deployment.publish(CHUNKS, pricebook_version=version)
+    time.sleep(1.0)  # the batch's own move of the work signal is seen, the gate still held
+    assert not worker.snapshot().released
 
     set_gate(control, None, released=True)  # the flag only: the broadcast is "lost"
 
