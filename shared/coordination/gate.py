@@ -82,7 +82,7 @@ def set_gate(control: BlobContainer, bus: TriggerBus | None, *, released: bool) 
 
 
 class GateWatcher:
-    """A worker's view of the gate: blocks while held, wakes on a broadcast or a poll."""
+    """A worker's view of the gate: blocks while held, wakes on a broadcast or a re-read."""
 
     def __init__(self, control: BlobContainer) -> None:
         self._control = control
