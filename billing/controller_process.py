@@ -12,6 +12,7 @@ import logging
 
 from billing.deployment import Deployment
 from shared.lifecycle import run_until_signalled
+from shared.liveness import Liveness, liveness_file
 from shared.provision import ensure_resources
 from shared.settings import Settings
 
@@ -25,12 +26,17 @@ def run_controller(settings: Settings) -> None:
     """Provision, start, block until SIGTERM/SIGINT, stop."""
     deployment = Deployment(settings, provision=False)
     worker = deployment.controller()
+    liveness: Liveness | None = None
 
     def start() -> None:
+        nonlocal liveness
         ensure_resources(settings, deployment.storage, deployment.bus)
         deployment.start(worker)
+        liveness = liveness_file(settings, lambda: worker.snapshot().running)
 
     def stop() -> None:
+        if liveness is not None:
+            liveness.stop()
         try:
             clean = deployment.stop(STOP_TIMEOUT_SECONDS)
             snapshot = worker.snapshot()

@@ -7,9 +7,10 @@
         ...
     # stopped (the front first, then the workers together) and closed
 
-All-in-one mode, the end-to-end tests, the processor tests and the benchmarks assemble their
-deployments here. ``own_connections=True`` gives each role its own storage and bus handles,
-as separate processes would have; otherwise every role shares the deployment's.
+All-in-one mode, the processes of ``billing processor`` and ``billing controller``, the
+end-to-end tests, the processor tests and the benchmarks assemble their deployments here.
+``own_connections=True`` gives each role its own storage and bus handles, as separate
+processes would have; otherwise every role shares the deployment's.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine
 
 from controller.failed_chunks import FailedChunks
+from controller.outage import WarehouseOutageGuard
 from controller.results import ControllerCounters, ResultHandler
 from shared import listener_settings
 from shared.bus.ports import SubscriptionSpec, TriggerBus
@@ -117,6 +118,7 @@ class ControllerWorker:
         self._allocator = order_id_allocator(settings, storage)
         self._handler: ResultHandler | None = None
         self._listener: QueueListener | None = None
+        self._outage: WarehouseOutageGuard | None = None
         self._bus = bus
         self._subscriber: TriggerSubscriber | None = None
         self._lock = threading.Lock()
@@ -145,13 +147,16 @@ class ControllerWorker:
             self._handler = build_result_handler(
                 self.settings, self.storage, self._engine, self._allocator
             )
+            # an unreachable warehouse pauses the listener instead of poisoning its messages
+            self._outage = WarehouseOutageGuard(self._handler.handle, self._engine)
             self._listener = QueueListener(
                 [QueueSource.from_account(self.storage, self.settings.output_queue)],
-                self._handler.handle,
+                self._outage.handle,
                 self._config,
                 on_poison=self._handler.on_poison,
                 name=f"controller-{self.instance_id}",
             )
+            self._outage.attach(self._listener)
             self._listener.start()
             if self._bus is not None:
                 listener = self._listener
@@ -178,12 +183,20 @@ class ControllerWorker:
         with self._lock:
             if self._subscriber is not None:
                 self._subscriber.stop(timeout or 2.0)
+            if self._outage is not None:
+                self._outage.stop()
             listener = self._listener
             finished = listener.stop(timeout) if listener is not None else True
             if self._given_engine is None and self._engine is not None:
                 self._engine.dispose()
                 self._engine = None
         return finished
+
+    @property
+    def warehouse_unreachable(self) -> bool:
+        """True while the listener is paused for an unreachable warehouse (see
+        :mod:`controller.outage`)."""
+        return self._outage is not None and self._outage.in_outage
 
     def snapshot(self) -> ControllerSnapshot:
         listener = self._listener

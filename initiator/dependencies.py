@@ -3,7 +3,8 @@
 Start-up (:func:`open_services`) is where the initiator gets ready to take batches: storage
 and the trigger bus are opened, every queue, container and table is ensured, the sample
 pricebook is installed if none is current, and orphans of a crashed intake are swept (then
-every few minutes while it runs).
+every few minutes while it runs). Each step is tried again after a transient storage failure
+(:mod:`shared.storage.transient`): a throttled request must not stop the initiator starting.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
+from azure.core.exceptions import AzureError
 from fastapi import Request
 from sqlalchemy import Engine
 
@@ -25,6 +27,7 @@ from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
+from shared.storage.transient import retry_transient
 from shared.warehouse import make_engine
 from shared.warehouse.invoices import InvoiceReader
 
@@ -67,9 +70,14 @@ def open_services(
     mode shares them with the workers of the process); they are left open at close."""
     storage, bus = connections or (open_storage(settings), open_bus(settings))
     ensure_resources(settings, storage, bus)
+    pause = settings.storage_retry_backoff_seconds
     pricebooks = PricebookStore(storage.container(settings.control_container))
-    pricebooks.install_if_missing(sample_pricebook())
-    sweep_orphans(storage, settings)
+    retry_transient(
+        lambda: pricebooks.install_if_missing(sample_pricebook()),
+        what="installing the sample pricebook",
+        pause=pause,
+    )
+    sweep_at_start(storage, settings)
     sweeper = OrphanSweeper(storage, settings)
     sweeper.start()
     publisher = Publisher(storage, bus, settings, fault=fault)
@@ -88,6 +96,23 @@ def open_services(
         sweeper=sweeper,
         owns_connections=connections is None,
     )
+
+
+def sweep_at_start(storage: StorageAccount, settings: Settings) -> None:
+    """Sweep the orphans a crashed intake left. Not needed to serve: a sweep that fails (the
+    storage throttling, say) is left to the sweeper's next round, not a reason to stop."""
+    try:
+        retry_transient(
+            lambda: sweep_orphans(storage, settings),
+            what="the orphan sweep at start",
+            pause=settings.storage_retry_backoff_seconds,
+        )
+    except AzureError:
+        log.warning(
+            "the orphan sweep at start failed; the sweeper tries again in %.0f s",
+            settings.orphan_sweep_seconds,
+            exc_info=True,
+        )
 
 
 def get_services(request: Request) -> Services:

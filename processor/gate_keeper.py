@@ -22,6 +22,7 @@ from typing import Protocol
 from shared.contracts.messages import GateEvent
 from shared.coordination.gate import GateWatcher
 from shared.storage.ports import BlobContainer
+from shared.storage.transient import retry_transient
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,16 @@ class GatedListener(Protocol):
 class GateKeeper:
     """Keeps a listener held or running as the gate says."""
 
-    def __init__(self, control: BlobContainer, listener: GatedListener) -> None:
+    def __init__(
+        self,
+        control: BlobContainer,
+        listener: GatedListener,
+        *,
+        start_retry_pause: float = 0.4,
+    ) -> None:
         self._control = control
         self._listener = listener
+        self._start_retry_pause = start_retry_pause
         self._lock = threading.Lock()
         self._watcher: GateWatcher | None = None
         self._listener_started = False
@@ -52,8 +60,14 @@ class GateKeeper:
         return self._watcher is not None and self._watcher.released
 
     def start(self) -> None:
-        """Read the durable flag (raises if storage cannot be read) and act on it."""
-        self._watcher = GateWatcher(self._control)
+        """Read the durable flag and act on it. A read that fails transiently is tried
+        again; one that keeps failing raises (the processor cannot tell held from
+        released)."""
+        self._watcher = retry_transient(
+            lambda: GateWatcher(self._control),
+            what="reading the gate",
+            pause=self._start_retry_pause,
+        )
         if not self._watcher.released:
             log.info("gate is held: waiting for 'billing release'")
         self.sync()

@@ -1,7 +1,8 @@
 """``billing processor``: N listener processes, each a :class:`ProcessorWorker`.
 
 Why processes: rating is CPU-bound, and the threads of one Python process share one core
-(the GIL). So the supervisor runs one worker process per core (default ``os.cpu_count()``),
+(the GIL). So the supervisor runs one worker process per core (by default the CPUs this
+process may use: affinity and cgroup quota, :func:`processor.cpus.available_cpus`),
 and inside each, the listener's threads overlap storage I/O. Processes are started with
 ``spawn`` — a clean interpreter, no inherited locks or SQLite connections, the same on Linux,
 macOS and Windows.
@@ -17,28 +18,20 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
-import signal
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event as ProcessEvent
-from types import FrameType
 
-from shared.bus import open_bus
 from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
-from shared.provision import ensure_resources
 from shared.settings import Settings
-from shared.storage import open_storage
-from shared.telemetry import configure_logging
 
 log = logging.getLogger(__name__)
 
-#: How often a worker process looks at the supervisor's stop event (a local check).
-CHILD_CHECK_SECONDS = 0.2
+#: The body of one worker process: run until the stop event is set.
+WorkerMain = Callable[[Settings, Sequence[Priority], ProcessEvent], None]
 #: Restart delays for a worker that keeps dying: 1 s, 2 s, 4 s … up to this.
 MAX_RESTART_DELAY = 30.0
 #: A worker that ran this long before dying is restarted at once, with a fresh count.
@@ -58,25 +51,26 @@ class ProcessorSupervisor:
     """Starts, watches and stops the worker processes."""
 
     def __init__(
-        self, settings: Settings, *, processes: int, priorities: Sequence[Priority]
+        self,
+        settings: Settings,
+        *,
+        processes: int,
+        priorities: Sequence[Priority],
+        worker_main: WorkerMain,
     ) -> None:
+        """``worker_main`` is each process's body: module-level, so that ``spawn`` can import
+        it; it runs one worker until the stop event is set."""
         if processes < 1:
             raise ValueError("at least one processor process is needed")
         self._settings = settings
+        self._worker_main = worker_main
         self._priorities = list(priorities)
         self._context = multiprocessing.get_context("spawn")
         self._stop = self._context.Event()
         self._slots = [_Slot(number) for number in range(processes)]
 
     def start(self) -> None:
-        """Create every resource once (not N times in parallel), then start the workers."""
-        storage = open_storage(self._settings)
-        bus = open_bus(self._settings)
-        try:
-            ensure_resources(self._settings, storage, bus)
-        finally:
-            bus.close()
-            storage.close()
+        """Start the workers (the caller has created the resources, once, not N times)."""
         for slot in self._slots:
             self._launch(slot)
         log.info(
@@ -107,12 +101,17 @@ class ProcessorSupervisor:
         return not stragglers
 
     @property
+    def all_alive(self) -> bool:
+        """Every worker process is running (none dead, none waiting for its restart)."""
+        return all(slot.process is not None and slot.process.is_alive() for slot in self._slots)
+
+    @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process and s.process.pid is not None]
 
     def _launch(self, slot: _Slot) -> None:
         process = self._context.Process(
-            target=run_worker_process,
+            target=self._worker_main,
             args=(self._settings, self._priorities, self._stop),
             name=f"processor-{slot.number}",
         )
@@ -136,48 +135,3 @@ class ProcessorSupervisor:
         if now >= slot.restart_at:
             slot.restart_at = 0.0
             self._launch(slot)
-
-
-def run_processors(settings: Settings, *, processes: int, priorities: Sequence[Priority]) -> bool:
-    """The ``billing processor`` command: run until SIGTERM/SIGINT; True on a clean stop."""
-    shutdown = Shutdown()
-    shutdown.install_signal_handlers()
-    supervisor = ProcessorSupervisor(settings, processes=processes, priorities=priorities)
-    supervisor.start()
-    try:
-        supervisor.watch(shutdown)
-    finally:
-        # Past the workers' own grace (the visibility timeout) only a stuck handler remains.
-        clean = supervisor.stop(settings.visibility_timeout_seconds + 5.0)
-    log.info("processors stopped (%s)", "clean" if clean else "some were killed")
-    return clean
-
-
-def run_worker_process(
-    settings: Settings, priorities: Sequence[Priority], stop: ProcessEvent
-) -> None:
-    """The body of one worker process (module-level, so that ``spawn`` can import it)."""
-    from processor.worker import ProcessorWorker  # imported in the child only
-
-    configure_logging()
-    local_stop = threading.Event()
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        local_stop.set()  # only set a flag: the main loop below does the stopping
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    parent = multiprocessing.parent_process()
-    storage = open_storage(settings)
-    bus = open_bus(settings)
-    worker = ProcessorWorker(settings, storage, bus, priorities=priorities)
-    try:
-        worker.start()
-        while not local_stop.wait(CHILD_CHECK_SECONDS):
-            if stop.is_set() or (parent is not None and not parent.is_alive()):
-                break
-    finally:
-        worker.stop()
-        bus.close()
-        storage.close()
-    log.info("processor process %d exiting", os.getpid())

@@ -147,7 +147,9 @@ class ProcessorWorker:
             on_poison=ChunkFailureReporter(output),
             name=f"processor-{self.instance_id}",
         )
-        self.gate = GateKeeper(control, self.listener)
+        self.gate = GateKeeper(
+            control, self.listener, start_retry_pause=settings.storage_retry_backoff_seconds
+        )
         self.watch = ControlWatch(
             control,
             on_change=self._on_signal,

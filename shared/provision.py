@@ -16,6 +16,7 @@ from shared.coordination.work_signal import ensure_work_signal
 from shared.listener.source import poison_queue
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.storage.transient import retry_transient
 
 log = logging.getLogger(__name__)
 
@@ -38,22 +39,42 @@ def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBu
     """Create all queues, containers and tables (and the topic, when the bus can).
 
     Nothing when ``settings.provision_resources`` is off: the deployment declared them.
+
+    A create is idempotent, so one that fails transiently is tried again (the table SDK never
+    retries its POST after a timeout or a lost response, nor after a 429); a storage failure
+    that outlasts those attempts stops the role from starting. The topic
+    does not: a trigger only saves waiting, so a role whose topic is unreachable starts
+    anyway and its processors find the work on their safety poll.
     """
     if not settings.provision_resources:
         log.info("resources are declared by the deployment: not creating any")
         return
+    pause = settings.storage_retry_backoff_seconds
     for name in queues_for(settings):
-        storage.queue(name).create()
+        retry_transient(storage.queue(name).create, what=f"creating queue {name}", pause=pause)
     for name in containers_for(settings):
-        storage.container(name).create()
+        retry_transient(
+            storage.container(name).create, what=f"creating container {name}", pause=pause
+        )
     for name in tables_for(settings):
-        storage.table(name).create()
-    # Written once, create-only, so that idle processors' reads of them never answer 404.
+        retry_transient(storage.table(name).create, what=f"creating table {name}", pause=pause)
+    # Written once, create-only (so safe to retry), so that idle processors' reads of them
+    # never answer 404.
     control = storage.container(settings.control_container)
-    ensure_gate(control)
-    ensure_work_signal(control)
+    retry_transient(lambda: ensure_gate(control), what="writing the gate", pause=pause)
+    retry_transient(
+        lambda: ensure_work_signal(control), what="writing the work signal", pause=pause
+    )
     if bus is not None:
-        bus.ensure_topic()
+        try:
+            bus.ensure_topic()
+        except Exception:
+            log.warning(
+                "trigger topic %s not reachable; going on without it (the safety poll finds "
+                "the work)",
+                bus.topic,
+                exc_info=True,
+            )
     log.info(
         "resources ready on %s: %d queues, %d containers, %d tables",
         storage.account_name,

@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.domain.priority import PRIORITIES, Priority
+from shared.faults.spec import FaultSpec
 
 #: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 16,000-row
 #: payload blob is ~350 KB and is rated in well under a second (bench/README.md).
@@ -130,9 +131,27 @@ class Settings(BaseSettings):
     id_range_size: int = Field(default=100_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
+    # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
+    startup_timeout_seconds: float = Field(default=300.0, gt=0)
+    #: a file the processor and controller touch while healthy (shared.liveness); unset: none
+    liveness_file: Path | None = None
+    liveness_interval_seconds: float = Field(default=10.0, gt=0)
+
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
     storage_retry_total: int = Field(default=5, ge=0)
     storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
+
+    # --- fault injection, a test tool: off unless set (shared.faults) ----------------------
+    #: e.g. ``"fail=0.1,lose=0.02,seed=7"``: that share of storage and bus requests fails
+    #: (see :mod:`shared.faults.spec` for every key). Every process logs it loudly when set.
+    faults: Annotated[FaultSpec | None, NoDecode] = None
+
+    @field_validator("faults", mode="before")
+    @classmethod
+    def _fault_spec(cls, value: object) -> object:
+        if isinstance(value, str):
+            return FaultSpec.parse(value) if value.strip() else None
+        return value
 
     @model_validator(mode="before")
     @classmethod

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 
 import typer
 
+from billing.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
 from shared.domain.priority import PRIORITIES, Priority
 from shared.health_endpoint import health_endpoint
 from shared.settings import Settings
@@ -34,6 +34,7 @@ def initiator(
     settings = Settings()
     if insecure_local:
         settings = settings.model_copy(update={"insecure_local": True})
+    _wait_for_dependencies("initiator", settings, warehouse=True)  # it reads invoices there
     try:
         app = create_app(settings)
     except MissingApiKeysError as error:
@@ -55,22 +56,26 @@ def initiator(
 
 def processor(
     processes: int | None = typer.Option(
-        None, "--processes", "-p", min=1, help="Worker processes (default: one per core)."
+        None,
+        "--processes",
+        "-p",
+        min=1,
+        help="Worker processes (default: one per CPU this process may use, see processor.cpus).",
     ),
     priorities: str | None = typer.Option(
         None, help="Comma-separated priorities to serve (default BILLING_PROCESSOR_PRIORITIES)."
     ),
 ) -> None:
     """Run processors: rate the chunks on the work queues, one process per core."""
-    from processor.supervisor import run_processors
+    from billing.processor_process import run_processors
+    from processor.cpus import available_cpus
 
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
+    _wait_for_dependencies("processor", settings, warehouse=False)
     with health_endpoint(settings.health_port):
-        clean = run_processors(
-            settings, processes=processes or os.cpu_count() or 1, priorities=served
-        )
+        clean = run_processors(settings, processes=processes or available_cpus(), priorities=served)
     if not clean:
         raise typer.Exit(1)
 
@@ -86,11 +91,27 @@ def _priorities(text: str) -> list[Priority]:
 def controller() -> None:
     """Run the controller: reduce rated chunks into the warehouse, close and reconcile."""
     from billing.controller_process import run_controller
+    from shared.warehouse import upgrade
 
     configure_logging()
     settings = Settings()
+    url = settings.resolved_warehouse_url
+    migration = Dependency("the warehouse migration", lambda: upgrade(url))
+    _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
     with health_endpoint(settings.health_port):
         run_controller(settings)
+
+
+def _wait_for_dependencies(
+    role: str, settings: Settings, *, warehouse: bool, extra: list[Dependency] | None = None
+) -> None:
+    """Wait (bounded, logged) for what the role needs; exit 1 naming what never came."""
+    dependencies = role_dependencies(settings, warehouse=warehouse, extra=extra or [])
+    try:
+        wait_for(dependencies, timeout=settings.startup_timeout_seconds)
+    except DependencyUnavailableError as error:
+        typer.echo(f"billing {role}: {error}", err=True)
+        raise typer.Exit(1) from None
 
 
 def serve(

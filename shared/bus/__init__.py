@@ -7,11 +7,19 @@ from shared.settings import Settings
 
 
 def open_bus(settings: Settings) -> TriggerBus:
-    """Service Bus when a connection string or namespace is set, else the embedded bus."""
+    """Service Bus when a connection string or namespace is set, else the embedded bus;
+    under ``BILLING_FAULTS``, wrapped in its fault plan (:mod:`shared.faults.bus`)."""
+    bus: TriggerBus
     if settings.uses_servicebus:
         from shared.bus.servicebus import ServiceBusTriggerBus
 
-        return ServiceBusTriggerBus.from_settings(settings)
-    from shared.bus.embedded import EmbeddedTriggerBus
+        bus = ServiceBusTriggerBus.from_settings(settings)
+    else:
+        from shared.bus.embedded import EmbeddedTriggerBus
 
-    return EmbeddedTriggerBus(settings.data_dir / "bus", settings.trigger_topic)
+        bus = EmbeddedTriggerBus(settings.data_dir / "bus", settings.trigger_topic)
+    if settings.faults is None:
+        return bus
+    from shared.faults.apply import with_bus_faults
+
+    return with_bus_faults(bus, settings)

@@ -92,8 +92,8 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
 def _receive_round(ctx: DequeueContext) -> list[Lease]:
     """Receive from the first queue of this round's order that has messages."""
     for source in ctx.planner.next_round():
-        if ctx.stopping.is_set():
-            break
+        if ctx.stopping.is_set() or not ctx.running.is_set():
+            break  # stopped or paused: not one more request, even within a round
         requested_at = ctx.clock()  # visibility runs from the request, so count from here
         messages = source.queue.receive(ctx.batch_size, ctx.visibility_timeout)
         if not messages:

@@ -73,7 +73,10 @@ class Heartbeat:
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{role}", daemon=True)
 
     def start(self) -> None:
-        self.table.create()
+        try:
+            self.table.create()
+        except Exception:  # provisioning made it; if not, the writes say so, the work goes on
+            log.warning("could not make sure the heartbeats table exists", exc_info=True)
         self._thread.start()
 
     def stop(self) -> None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from shared.listener import Lease
 from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq, wait_until
-from tests.support.memory_queue import MemoryQueues
+from tests.support.memory_queue import MemoryQueue, MemoryQueues
 
 
 def test_pause_finishes_in_flight_makes_no_requests_and_resume_takes_the_rest(
@@ -58,3 +59,30 @@ def test_stop_wakes_paused_threads(queues: MemoryQueues, listener_factory: Liste
     listener.pause()
     assert listener.stop(timeout=5) is True
     assert listener.snapshot().active_threads == 0
+
+
+def test_a_pause_ends_the_receive_round_under_way(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """A round tries every empty queue in turn; a hold arriving during the first receive
+    must not let the thread go on to the others."""
+    sources = make_sources(queues, partitions=4)
+    receives: list[str] = []
+    listener = listener_factory([*sources], lambda lease: None, fast_config())
+
+    for source in sources:
+        queue = memq(source)
+        original = queue.receive
+
+        def receive(*args: Any, _queue: MemoryQueue = queue, _original: Any = original) -> Any:
+            receives.append(_queue.name)
+            listener.pause()  # the hold arrives while this receive is under way
+            return _original(*args)
+
+        queue.receive = receive  # type: ignore[method-assign]
+
+    listener.start(threads=1)
+    assert wait_until(lambda: listener.paused and len(receives) >= 1)
+    time.sleep(0.2)  # the rest of the round, if the thread went on with it
+    assert len(receives) == 1, receives
+    assert listener.stop(timeout=5) is True

@@ -74,8 +74,9 @@ def test_a_hold_pauses_running_processors_until_the_next_release(
     assert all(w.snapshot().released for w in workers)
 
     set_gate(control, deployment.bus, released=False)
-    assert wait_until(lambda: all(w.snapshot().paused for w in workers), timeout=2)
-    time.sleep(0.2)  # a receive already under way when the hold arrived may still complete
+    assert wait_until(lambda: all(w.snapshot().paused for w in workers))
+    # A receive already under way when the hold arrived may still complete: then quiet.
+    assert wait_until(lambda: queue_requests_during(0.5) == 0)
     deployment.publish(CHUNKS, pricebook_version=version)
     assert queue_requests_during(0.5) == 0
     assert deployment.results() == []

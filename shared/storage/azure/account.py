@@ -8,7 +8,8 @@ once, here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from azure.data.tables import TableServiceClient
@@ -16,6 +17,7 @@ from azure.storage.blob import BlobServiceClient
 from azure.storage.queue import QueueServiceClient
 
 from shared.closing import Closing
+from shared.faults.spec import FaultSpec, Target
 from shared.settings import Settings
 from shared.storage.azure.blob import AzureBlobContainer
 from shared.storage.azure.options import (
@@ -30,7 +32,11 @@ from shared.storage.azure.table import AzureTable
 if TYPE_CHECKING:
     from azure.core.credentials import TokenCredential
 
-SERVICES = ("blob", "queue", "table")
+    from shared.faults.plan import FaultPlan
+
+SERVICES: tuple[Target, ...] = ("blob", "queue", "table")
+#: Fault plans by service, for the clients' transports (:mod:`shared.faults`).
+FaultPlans = Mapping[str, "FaultPlan"]
 #: Host labels that name a service of a storage account (``<account>.<service>.<suffix>``).
 _SERVICE_LABELS = frozenset({*SERVICES, "dfs", "file", "web"})
 
@@ -48,30 +54,39 @@ class AzureStorageAccount(Closing):
     @classmethod
     def from_settings(cls, settings: Settings) -> AzureStorageAccount:
         retry = RetryOptions.from_settings(settings)
+        faults = fault_plans(settings.faults)
         if settings.storage_connection_string is not None:
             secret = settings.storage_connection_string.get_secret_value()
-            return cls.from_connection_string(secret, retry=retry)
+            return cls.from_connection_string(secret, retry=retry, faults=faults)
         if settings.storage_account_url:
-            return cls.from_account_url(settings.storage_account_url, retry=retry)
+            return cls.from_account_url(settings.storage_account_url, retry=retry, faults=faults)
         raise ValueError(
             "set BILLING_STORAGE_CONNECTION_STRING or BILLING_STORAGE_ACCOUNT_URL for Azure storage"
         )
 
     @classmethod
     def from_connection_string(
-        cls, connection_string: str, *, retry: RetryOptions | None = None
+        cls,
+        connection_string: str,
+        *,
+        retry: RetryOptions | None = None,
+        faults: FaultPlans | None = None,
     ) -> AzureStorageAccount:
-        """Azurite (``UseDevelopmentStorage=true`` or explicit endpoints) or a key-based account."""
+        """Azurite (``UseDevelopmentStorage=true`` or explicit endpoints) or a key-based account.
+
+        ``faults``: fault plans for the clients' transports, by service (tests; see
+        :mod:`shared.faults`).
+        """
         retry = retry or RetryOptions()
         return cls(
             BlobServiceClient.from_connection_string(
-                connection_string, **blob_client_options(retry)
+                connection_string, **blob_client_options(retry), **with_faults(faults, "blob")
             ),
             QueueServiceClient.from_connection_string(
-                connection_string, **queue_client_options(retry)
+                connection_string, **queue_client_options(retry), **with_faults(faults, "queue")
             ),
             TableServiceClient.from_connection_string(
-                connection_string, **table_client_options(retry)
+                connection_string, **table_client_options(retry), **with_faults(faults, "table")
             ),
         )
 
@@ -82,6 +97,7 @@ class AzureStorageAccount(Closing):
         *,
         credential: TokenCredential | None = None,
         retry: RetryOptions | None = None,
+        faults: FaultPlans | None = None,
     ) -> AzureStorageAccount:
         """An Azure account by any of its service URLs, signed in with Entra ID.
 
@@ -95,10 +111,23 @@ class AzureStorageAccount(Closing):
             credential = DefaultAzureCredential()
         endpoints = service_endpoints(account_url)
         return cls(
-            BlobServiceClient(endpoints["blob"], credential, **blob_client_options(retry)),
-            QueueServiceClient(endpoints["queue"], credential, **queue_client_options(retry)),
+            BlobServiceClient(
+                endpoints["blob"],
+                credential,
+                **blob_client_options(retry),
+                **with_faults(faults, "blob"),
+            ),
+            QueueServiceClient(
+                endpoints["queue"],
+                credential,
+                **queue_client_options(retry),
+                **with_faults(faults, "queue"),
+            ),
             TableServiceClient(
-                endpoints["table"], credential=credential, **table_client_options(retry)
+                endpoints["table"],
+                credential=credential,
+                **table_client_options(retry),
+                **with_faults(faults, "table"),
             ),
         )
 
@@ -128,6 +157,30 @@ class AzureStorageAccount(Closing):
         self._blobs.close()
         self._queues.close()
         self._tables.close()
+
+
+def fault_plans(spec: FaultSpec | None) -> FaultPlans:
+    """One fault plan per service that ``spec`` targets (announced loudly), or none."""
+    if spec is None:
+        return {}
+    from shared.faults.plan import FaultPlan, announce
+
+    plans: dict[str, FaultPlan] = {}
+    for service in SERVICES:
+        if spec.applies_to(service):
+            announce(spec, f"Azure {service} client")
+            plans[service] = FaultPlan(spec, service)
+    return plans
+
+
+def with_faults(faults: FaultPlans | None, service: Target) -> dict[str, Any]:
+    """``{"transport": ...}`` injecting the service's fault plan into its client, or ``{}``."""
+    plan = (faults or {}).get(service)
+    if plan is None:
+        return {}
+    from shared.faults.transport import faulty_transport
+
+    return {"transport": faulty_transport(plan, service)}
 
 
 def service_endpoints(account_url: str) -> dict[str, str]:

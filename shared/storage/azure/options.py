@@ -9,6 +9,10 @@ Two things the SDKs do not do for us out of the box:
   their own pipeline and silently ignore azure-core's ``per_retry_policies`` keyword, so the
   meter rides on ``raw_request_hook``, which all three SDKs call from a policy placed after
   the retry policy: once per attempt.
+
+What these policies then retry by themselves, and which operations that leaves safe to
+repeat blindly and which need a read-back (a lost response to a conditional or create-only
+write), is :mod:`shared.storage.retries`.
 """
 
 from __future__ import annotations
