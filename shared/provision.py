@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 
 from shared.bus.ports import TriggerBus
-from shared.coordination.gate import ensure_gate
-from shared.coordination.work_signal import ensure_work_signal
+from shared.coordination.gate import GATE_BLOB, ensure_gate
+from shared.coordination.work_signal import WORK_SIGNAL_BLOB, ensure_work_signal
 from shared.listener.source import poison_queue
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.storage.transient import retry_transient
 
 log = logging.getLogger(__name__)
+
+#: The control blobs provisioning writes (create-only): what idle processors read.
+CONTROL_BLOBS = (GATE_BLOB, WORK_SIGNAL_BLOB)
 
 
 def queues_for(settings: Settings) -> list[str]:

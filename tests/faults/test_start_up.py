@@ -17,7 +17,13 @@ from processor.gate_keeper import GateKeeper
 from shared.bus.embedded import EmbeddedTriggerBus
 from shared.coordination.gate import GATE_BLOB, set_gate
 from shared.domain.pricebook import sample_pricebook
-from shared.provision import containers_for, ensure_resources, queues_for, tables_for
+from shared.provision import (
+    CONTROL_BLOBS,
+    containers_for,
+    ensure_resources,
+    queues_for,
+    tables_for,
+)
 from shared.settings import Settings
 from shared.storage.transient import START_ATTEMPTS, is_transient, retry_transient
 from tests.faults.conftest import RETRY_TOTAL, FaultyStorage
@@ -39,7 +45,8 @@ def settings_in(folder: Path) -> Settings:
 
 def resources(settings: Settings) -> int:
     """How many create requests provisioning makes, when none fails."""
-    return len(queues_for(settings)) + len(containers_for(settings)) + len(tables_for(settings))
+    created = len(queues_for(settings)) + len(containers_for(settings)) + len(tables_for(settings))
+    return created + len(CONTROL_BLOBS)
 
 
 def test_the_initiator_starts_although_its_pricebook_install_and_sweep_are_throttled(
