@@ -1,10 +1,10 @@
 """What an idle processor instance costs: storage requests and trigger-bus receive calls per idle
-hour, five ways side by side.
+hour, six ways side by side.
 
     python -m bench.idle [--quick] [--backend embedded|azurite] [--window SECONDS]
 
 Every storage request is billed (a 1 s poll of one queue is 79,200 requests in 22 idle
-hours). Four variants run at the same time, each in its own process on empty queues
+hours). The variants run at the same time, each in its own process on empty queues
 (every priority x partition: 12 work queues with the defaults), and the meter counts their
 requests:
 
@@ -13,22 +13,26 @@ requests:
 ``trigger``       back-off + push trigger: threads retire to zero, only the safety poll
 ``per_priority_1s`` back-off + trigger as the processor subscribed before: a subscription
                   per priority (3), each receiving for 1 s at a time
-``processor``     a whole :class:`~processor.worker.ProcessorWorker` with the trigger: one
-                  subscription for all its priorities, receiving for 60 s at a time, plus
-                  its heartbeat and release-gate poll (the real deployment)
+``processor_before`` a processor instance as it idled before the work signal, rebuilt from
+                  its parts: every queue's depth and the gate blob (never written: 404) read
+                  each 60 s safety tick, a heartbeat each 60 s, the same subscription
+``processor``     a whole :class:`~processor.worker.ProcessorWorker` with the defaults: one
+                  subscription, 60 s receives; the work signal's ETag read each 120 s tick
+                  (the gate only when it moved), every queue's depth once an hour, a
+                  heartbeat each 5 minutes (the real deployment)
 
 Storage requests are billed per request, and on Service Bus so is every receive call, however
 long it waited: the bus column counts receive calls (on the embedded bus, which counts its
 receives as Service Bus would bill them: one per call).
 
-The defaults' intervals are 30 s (back-off cap) and 60 s (safety poll, gate poll, idle
-heartbeat, trigger receive), too long to watch for an hour. So every interval except the
-two 1 s ones (the naive poll, the old receive) is divided by a **time scale** (30 by
-default); the requests counted in the window, after a warm-up long enough for the back-off to
-reach its cap, are multiplied back by that scale. Since every idle request is paced by one of
-those intervals, the extrapolation is exact up to the requests' own latency (about 1 ms
-against intervals of 1 s and more). The formula for the real defaults is printed next to the
-measurement.
+The defaults' intervals run from 30 s (back-off cap) to an hour (the processor's full look at
+its queues), too long to watch. So every interval except the two 1 s ones (the naive poll,
+the old receive) is divided by a **time scale** (120 by default, so that the 30 s window is
+one idle hour and holds the hourly look); the requests counted in the window, after a
+warm-up long enough for the back-off to reach its cap, are multiplied back by that scale.
+Since every idle request is paced by one of those intervals, the extrapolation is exact up to
+the requests' own latency (about 1 ms against intervals of 0.25 s and more). The formula for
+the real defaults is printed next to the measurement.
 """
 
 from __future__ import annotations
@@ -36,39 +40,59 @@ from __future__ import annotations
 import hashlib
 import multiprocessing
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.synchronize import Barrier
 from typing import Any, Literal
 
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
-from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS
+from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS, subscription_specs
 from processor.work_queues import work_sources
 from shared import meter
 from shared.bus import open_bus
-from shared.bus.ports import SubscriptionSpec
+from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
 from shared.contracts.messages import PRIORITY_PROPERTY
+from shared.coordination.gate import read_gate
 from shared.domain.priority import PRIORITIES
-from shared.listener import ListenerConfig, QueueListener
+from shared.listener import (
+    HEARTBEAT_IDLE_SECONDS,
+    Heartbeat,
+    ListenerConfig,
+    QueueListener,
+    new_instance_id,
+)
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage import open_storage
+from shared.storage.ports import StorageAccount
 
-Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor"]
-VARIANTS: tuple[Variant, ...] = ("naive", "backoff", "trigger", "per_priority_1s", "processor")
+Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor_before", "processor"]
+VARIANTS: tuple[Variant, ...] = (
+    "naive",
+    "backoff",
+    "trigger",
+    "per_priority_1s",
+    "processor_before",
+    "processor",
+)
 DESCRIPTIONS: dict[Variant, str] = {
     "naive": "fixed 1 s poll, no back-off",
     "backoff": "back-off, no trigger (1 thread at the cap)",
-    "trigger": "back-off + trigger (0 threads + safety poll)",
+    "trigger": "back-off + trigger (0 threads + 60 s depth scans)",
     "per_priority_1s": "the same, trigger as before: 3 subscriptions, 1 s receives",
-    "processor": "processor instance (1 subscription, 60 s receives; heartbeat, gate)",
+    "processor_before": "processor instance before: 60 s depth scans, gate reads (404), beats",
+    "processor": "processor instance now: 120 s work-signal HEAD, hourly scan, 5 min beats",
 }
 #: How long a receive blocked before: 1 s, "also the longest a stop waits".
 BEFORE_RECEIVE_SECONDS = 1.0
+#: The old defaults of the processor's idle intervals (safety poll = gate poll, heartbeat).
+BEFORE_SAFETY_POLL_SECONDS = 60.0
+BEFORE_HEARTBEAT_IDLE_SECONDS = 60.0
 HOUR = 3600.0
 
 
@@ -87,11 +111,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=None, help="measured seconds")
     parser.add_argument("--scale", type=float, default=None, help="time scale of intervals")
     args = parser.parse_args(argv)
-    scale = args.scale or (60.0 if args.quick else 30.0)
+    scale = args.scale or (240.0 if args.quick else 120.0)
     defaults = ListenerConfig()
-    # Warm-up: the back-off ramp to its cap (about twice the cap) plus one cap, scaled.
-    warmup = 3 * defaults.backoff_max_idle / scale
-    timing = Timing(scale, warmup, args.window or (3.0 if args.quick else 20.0))
+    # Warm-up, scaled: the back-off ramp to its cap (about twice the cap) plus one cap, and one
+    # safety tick, so that the window's hour holds the hourly look whatever the tick's phase.
+    # On Azurite a round of receives over 12 queues takes real time too: at least 10 s.
+    tick = float(Settings.model_fields["safety_poll_seconds"].default)
+    warmup = (3 * defaults.backoff_max_idle + tick) / scale
+    if args.backend == "azurite":
+        warmup = max(warmup, 10.0)
+    # By default one idle hour: the processor's hourly look at its queues falls inside.
+    timing = Timing(scale, warmup, args.window or (3.0 if args.quick else HOUR / scale))
     report = Report(benchmark="idle", quick=args.quick)
     backend: Backend = args.backend
     with open_deployment(backend) as deployment:
@@ -131,18 +161,22 @@ def measure_all(settings: Settings, timing: Timing) -> dict[Variant, dict[str, i
     return counts
 
 
-def scaled_options(variant: Variant, scale: float) -> dict[str, Any]:
+def scaled_options(variant: Variant, scale: float, settings: Settings) -> dict[str, Any]:
     """Listener overrides of one variant: the defaults' intervals divided by ``scale``."""
     defaults = ListenerConfig()
     if variant == "naive":
         return {"backoff_min_idle": 1.0, "backoff_delta": 1.0, "backoff_max_idle": 1.0}
-    return {
+    options = {
         "backoff_min_idle": defaults.backoff_min_idle / scale,
         "backoff_delta": defaults.backoff_delta / scale,
         "backoff_max_idle": defaults.backoff_max_idle / scale,
-        "safety_poll_seconds": defaults.safety_poll_seconds / scale,
+        "safety_poll_seconds": BEFORE_SAFETY_POLL_SECONDS / scale,
         "empty_recheck_seconds": defaults.empty_recheck_seconds / scale,
     }
+    if variant == "processor":
+        options["safety_poll_seconds"] = settings.safety_poll_seconds / scale
+        options["quiet_rescan_seconds"] = settings.quiet_rescan_seconds / scale
+    return options
 
 
 def _idle_child(
@@ -154,7 +188,7 @@ def _idle_child(
 ) -> None:
     storage = open_storage(settings)
     bus = open_bus(settings)
-    options = scaled_options(variant, timing.scale)
+    options = scaled_options(variant, timing.scale, settings)
     stops: list[Any] = []
     if variant == "processor":
         from processor.worker import ProcessorWorker
@@ -164,13 +198,15 @@ def _idle_child(
             storage,
             bus,
             heartbeat_busy_seconds=10.0 / timing.scale,
-            heartbeat_idle_seconds=60.0 / timing.scale,
+            heartbeat_idle_seconds=HEARTBEAT_IDLE_SECONDS / timing.scale,
             trigger_receive_seconds=RECEIVE_SECONDS / timing.scale,
             **options,
         )
         barrier.wait(timeout=120)
         worker.start()
         stops.append(worker.stop)
+    elif variant == "processor_before":
+        stops.extend(_start_processor_before(settings, storage, bus, options, timing, barrier))
     else:
         config = listener_config(settings, **options)
         listener = QueueListener(
@@ -203,6 +239,65 @@ def _idle_child(
     storage.close()
 
 
+def _start_processor_before(
+    settings: Settings,
+    storage: StorageAccount,
+    bus: TriggerBus,
+    options: dict[str, Any],
+    timing: Timing,
+    barrier: Barrier,
+) -> list[Callable[..., Any]]:
+    """A processor instance idling as before: its listener scanning every queue each safety
+    tick, the gate blob read each tick from a control container where no gate was ever
+    written (each read a 404), a heartbeat each minute, and its one trigger subscription."""
+    listener = QueueListener(
+        work_sources(storage, settings),
+        _never_called,
+        listener_config(settings, **options),
+        trigger_available=True,
+    )
+    instance = new_instance_id()
+    subscriber = TriggerSubscriber(
+        bus,
+        subscription_specs(instance, list(PRIORITIES), per_instance=True),
+        on_work=lambda _event: listener.on_work_detected(),
+        on_gate=lambda _event: None,
+        receive_seconds=RECEIVE_SECONDS / timing.scale,
+    )
+    heartbeat = Heartbeat(
+        storage.table(settings.heartbeats_table),
+        listener.state,
+        role="processor",
+        instance_id=instance,
+        busy_interval=10.0 / timing.scale,
+        idle_interval=BEFORE_HEARTBEAT_IDLE_SECONDS / timing.scale,
+    )
+    no_gate = storage.container(f"{settings.control_container}-nogate")
+    no_gate.create()
+    stopping = threading.Event()
+
+    def poll_gate() -> None:
+        while not stopping.wait(BEFORE_SAFETY_POLL_SECONDS / timing.scale):
+            read_gate(no_gate)
+
+    gate_poll = threading.Thread(target=poll_gate, name="gate-poll-before", daemon=True)
+    barrier.wait(timeout=120)
+    heartbeat.start()
+    subscriber.start()
+    read_gate(no_gate)
+    listener.start()
+    gate_poll.start()
+
+    def stop(timeout: float) -> None:
+        stopping.set()
+        gate_poll.join(timeout)
+        subscriber.stop(timeout)
+        listener.stop(timeout)
+        heartbeat.stop()
+
+    return [stop]
+
+
 def specs_before(instance_id: str) -> list[SubscriptionSpec]:
     """The processor's trigger subscriptions before they became one: one per priority."""
     digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
@@ -228,7 +323,7 @@ def add_results(
     backend: Backend,
 ) -> None:
     queues = len(settings.all_work_queues())
-    expected = expected_per_hour(queues)
+    expected = expected_per_hour(queues, settings)
     expected_bus = expected_receives_per_hour()
     per_hour: dict[Variant, float] = {}
     bus_per_hour: dict[Variant, float] = {}
@@ -238,7 +333,7 @@ def add_results(
         scale = 1.0 if variant == "naive" else timing.scale
         per_hour[variant] = meter.total(storage) * HOUR / (timing.window * scale)
         # The old 1 s receive is not scaled; the processor's 60 s one is.
-        bus_scale = timing.scale if variant == "processor" else 1.0
+        bus_scale = timing.scale if variant.startswith("processor") else 1.0
         receives = counts[variant].get("bus.receive", 0)
         bus_per_hour[variant] = receives * HOUR / (timing.window * bus_scale)
         rows.append(
@@ -260,9 +355,15 @@ def add_results(
         rows,
     )
     naive = per_hour["naive"]
-    for variant in ("backoff", "trigger", "processor"):
+    for variant in ("backoff", "trigger", "processor_before", "processor"):
         ratio = naive / per_hour[variant] if per_hour[variant] else float("inf")
         report.figure(f"naive_over_{variant}", ratio if ratio != float("inf") else 0.0)
+    idle_before, idle_now = per_hour["processor_before"], per_hour["processor"]
+    report.figure("processor_before_over_processor", idle_before / idle_now if idle_now else 0.0)
+    report.conclude(
+        f"an idle processor instance: {idle_before:,.0f} storage requests/h before, "
+        f"{idle_now:,.0f}/h now ({idle_before / max(idle_now, 1):.0f}x fewer; target <= 60)"
+    )
     before, after = bus_per_hour["per_priority_1s"], bus_per_hour["processor"]
     report.figure("bus_receives_before_over_after", before / after if after else 0.0)
     report.conclude(
@@ -278,21 +379,27 @@ def add_results(
     report.conclude(
         "formula (defaults): naive = queues x 3,600; back-off = queues x 3,600 / 30 s cap; "
         "trigger = queues x 3,600 / 60 s safety poll (a depth query per queue); the processor "
-        "adds 60 heartbeat writes and 60 gate reads per hour; bus receives = subscriptions x "
-        "3,600 / receive seconds (before 3 x 3,600 / 1 s, now 1 x 3,600 / 60 s)"
+        "before added 60 heartbeat writes and 60 gate reads per hour; now = 3,600 / 120 s "
+        "(work-signal HEADs) + 3,600 / 300 s (heartbeats) + queues x 1 (the hourly look); "
+        "bus receives = subscriptions x 3,600 / receive seconds (before 3 x 3,600 / 1 s, "
+        "now 1 x 3,600 / 60 s)"
     )
 
 
-def expected_per_hour(queues: int) -> dict[Variant, float]:
+def expected_per_hour(queues: int, settings: Settings) -> dict[Variant, float]:
     """The defaults' formula: storage requests per idle hour of each variant."""
     defaults = ListenerConfig()
-    trigger = queues * HOUR / defaults.safety_poll_seconds
+    trigger = queues * HOUR / BEFORE_SAFETY_POLL_SECONDS
+    gate_reads = HOUR / BEFORE_SAFETY_POLL_SECONDS
     return {
         "naive": queues * HOUR / 1.0,
         "backoff": queues * HOUR / defaults.backoff_max_idle,
         "trigger": trigger,
         "per_priority_1s": trigger,
-        "processor": trigger + HOUR / 60.0 + HOUR / defaults.safety_poll_seconds,
+        "processor_before": trigger + HOUR / BEFORE_HEARTBEAT_IDLE_SECONDS + gate_reads,
+        "processor": HOUR / settings.safety_poll_seconds
+        + HOUR / HEARTBEAT_IDLE_SECONDS
+        + queues * HOUR / settings.quiet_rescan_seconds,
     }
 
 
@@ -300,6 +407,7 @@ def expected_receives_per_hour() -> dict[Variant, float]:
     """The formula for trigger-bus receive calls per idle hour (variants with a trigger)."""
     return {
         "per_priority_1s": len(PRIORITIES) * HOUR / BEFORE_RECEIVE_SECONDS,
+        "processor_before": HOUR / RECEIVE_SECONDS,
         "processor": HOUR / RECEIVE_SECONDS,
     }
 

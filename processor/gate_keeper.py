@@ -2,9 +2,9 @@
 
 A processor may start **held**: its listener starts no dequeue thread until the gate opens.
 Two paths open (or close) it, as :mod:`shared.coordination.gate` explains: the broadcast on the
-trigger
-topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read at
-start and re-read by a slow poll (a lost broadcast costs at most one poll interval).
+trigger topic (instant, through :meth:`GateKeeper.on_event`) and the durable blob flag, read
+at start and re-read through :meth:`GateKeeper.refresh` whenever the work signal moved
+(:mod:`processor.control_watch`): a lost broadcast costs at most one safety tick.
 
 Whichever path notices a change, :meth:`GateKeeper.sync` brings the listener in line:
 
@@ -45,26 +45,23 @@ class GateKeeper:
         control: BlobContainer,
         listener: GatedListener,
         *,
-        poll_seconds: float,
         start_retry_pause: float = 0.4,
     ) -> None:
         self._control = control
         self._listener = listener
-        self._poll_seconds = poll_seconds
         self._start_retry_pause = start_retry_pause
         self._lock = threading.Lock()
         self._watcher: GateWatcher | None = None
         self._listener_started = False
         self._stopping = threading.Event()
-        self._poll = threading.Thread(target=self._poll_main, name="gate-poll", daemon=True)
 
     @property
     def released(self) -> bool:
         return self._watcher is not None and self._watcher.released
 
     def start(self) -> None:
-        """Read the durable flag, act on it, start polling. A read that fails transiently is
-        tried again; one that keeps failing raises (the processor cannot tell held from
+        """Read the durable flag and act on it. A read that fails transiently is tried
+        again; one that keeps failing raises (the processor cannot tell held from
         released)."""
         self._watcher = retry_transient(
             lambda: GateWatcher(self._control),
@@ -74,7 +71,6 @@ class GateKeeper:
         if not self._watcher.released:
             log.info("gate is held: waiting for 'billing release'")
         self.sync()
-        self._poll.start()
 
     def on_event(self, event: GateEvent) -> None:
         """A broadcast: apply it at once. Ignored before :meth:`start`, whose read of the
@@ -111,12 +107,6 @@ class GateKeeper:
             self._listener.start()
 
     def stop(self) -> None:
-        """Stop polling and stop acting on the gate (the caller stops the listener)."""
+        """Stop acting on the gate (the caller stops the listener)."""
         with self._lock:
             self._stopping.set()
-        if self._poll.is_alive():
-            self._poll.join()
-
-    def _poll_main(self) -> None:
-        while not self._stopping.wait(self._poll_seconds):
-            self.refresh()

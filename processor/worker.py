@@ -17,6 +17,9 @@ What each part does, top-down:
   (:class:`~processor.chunk_failures.ChunkFailureReporter`);
 * the **trigger subscriber** wakes the listener on a trigger and applies gate broadcasts;
 * the **gate keeper** holds the listener until the release gate is open;
+* the **control watch** reads the work signal each safety tick (one request, whatever the
+  number of queues) and, when it moved, re-reads the gate and looks at the queues: the
+  listener's own safety poll stays quiet while its last scan found them empty;
 * the **heartbeat** writes the listener's state to the heartbeats table for status pages.
 
 The worker owns none of ``storage`` and ``bus``: whoever opened them closes them after
@@ -37,6 +40,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from processor.chunk_failures import ChunkFailureReporter
+from processor.control_watch import ControlWatch
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
 from processor.subscriptions import fans_out, subscription_specs
@@ -50,6 +54,7 @@ from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
 from shared.lifecycle import time_left
 from shared.listener import (
+    HEARTBEAT_IDLE_SECONDS,
     Heartbeat,
     Lease,
     ListenerSnapshot,
@@ -93,16 +98,16 @@ class ProcessorWorker:
         *,
         priorities: Iterable[Priority] | None = None,
         instance_id: str | None = None,
-        gate_poll_seconds: float | None = None,
         per_instance_subscriptions: bool | None = None,
         trigger_receive_seconds: float = RECEIVE_SECONDS,
         heartbeat_busy_seconds: float = HEARTBEAT_BUSY_SECONDS,
-        heartbeat_idle_seconds: float = 60.0,
+        heartbeat_idle_seconds: float = HEARTBEAT_IDLE_SECONDS,
         **listener_overrides: Any,
     ) -> None:
         """``listener_overrides`` are :class:`~shared.listener.ListenerConfig` fields (e.g.
-        ``safety_poll_seconds=1``) on top of the settings. The gate is re-read every
-        ``gate_poll_seconds`` (default: the safety poll interval).
+        ``safety_poll_seconds=1``) on top of the settings; the work signal is read every
+        ``safety_poll_seconds``, and every queue's depth once per ``quiet_rescan_seconds``
+        while idle (``BILLING_QUIET_RESCAN_SECONDS``).
 
         ``per_instance_subscriptions``: one trigger subscription per instance, with a rule
         per served priority (every instance wakes), or the shared ``processors-<priority>``
@@ -117,7 +122,10 @@ class ProcessorWorker:
         )
         if not self.priorities:
             raise ValueError("a processor must serve at least one priority")
-        config = listener_config(settings, **listener_overrides)
+        config = listener_config(
+            settings,
+            **{"quiet_rescan_seconds": settings.quiet_rescan_seconds, **listener_overrides},
+        )
         self.per_instance_subscriptions = (
             fans_out(settings) if per_instance_subscriptions is None else per_instance_subscriptions
         )
@@ -140,10 +148,13 @@ class ProcessorWorker:
             name=f"processor-{self.instance_id}",
         )
         self.gate = GateKeeper(
+            control, self.listener, start_retry_pause=settings.storage_retry_backoff_seconds
+        )
+        self.watch = ControlWatch(
             control,
-            self.listener,
-            poll_seconds=gate_poll_seconds or config.safety_poll_seconds,
-            start_retry_pause=settings.storage_retry_backoff_seconds,
+            on_change=self._on_signal,
+            interval=config.safety_poll_seconds,
+            name=f"control-watch-{self.instance_id}",
         )
         self.subscriber = TriggerSubscriber(
             bus,
@@ -180,6 +191,7 @@ class ProcessorWorker:
                 "%s: trigger subscriptions not open yet; the safety poll covers until they are",
                 self.instance_id,
             )
+        self.watch.start()  # its baseline first: a signal moved after it is not missed
         self.gate.start()
         log.info(
             "processor %s started on %s priority work (trigger: %s)",
@@ -193,6 +205,7 @@ class ProcessorWorker:
         visibility timeout), write a last heartbeat. True if everything ended in time."""
         wait = self.listener.config.visibility_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
+        self.watch.stop()
         self.gate.stop()
         subscriber_done = self.subscriber.stop(time_left(deadline))
         listener_done = self.listener.stop(time_left(deadline))
@@ -232,6 +245,12 @@ class ProcessorWorker:
         with span("trigger", parent=event.trace, attributes={BATCH_ID: event.batch_id}):
             started = self.listener.on_work_detected()
         log.debug("trigger for batch %s: +%d threads", event.batch_id, started)
+
+    def _on_signal(self) -> None:
+        """The work signal moved: the gate may have changed, work may have arrived."""
+        self.gate.refresh()
+        started = self.listener.on_work_detected()
+        log.debug("%s: work signal moved: +%d threads", self.instance_id, started)
 
     def _on_reconnect(self) -> None:
         """Events may have been missed while the subscription was down: look again."""

@@ -1,4 +1,5 @@
-"""Create what each role needs — queues, containers, tables, the topic — idempotently.
+"""Create what each role needs — queues, containers, tables, the topic, the control
+blobs every processor reads while idle — idempotently.
 
 Every role calls this at start, so a fresh Azurite, a fresh embedded folder or a fresh
 Azure account all work without a separate set-up step. In Azure, Bicep declares the same
@@ -10,12 +11,17 @@ from __future__ import annotations
 import logging
 
 from shared.bus.ports import TriggerBus
+from shared.coordination.gate import GATE_BLOB, ensure_gate
+from shared.coordination.work_signal import WORK_SIGNAL_BLOB, ensure_work_signal
 from shared.listener.source import poison_queue
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.storage.transient import retry_transient
 
 log = logging.getLogger(__name__)
+
+#: The control blobs provisioning writes (create-only): what idle processors read.
+CONTROL_BLOBS = (GATE_BLOB, WORK_SIGNAL_BLOB)
 
 
 def queues_for(settings: Settings) -> list[str]:
@@ -55,6 +61,13 @@ def ensure_resources(settings: Settings, storage: StorageAccount, bus: TriggerBu
         )
     for name in tables_for(settings):
         retry_transient(storage.table(name).create, what=f"creating table {name}", pause=pause)
+    # Written once, create-only (so safe to retry), so that idle processors' reads of them
+    # never answer 404.
+    control = storage.container(settings.control_container)
+    retry_transient(lambda: ensure_gate(control), what="writing the gate", pause=pause)
+    retry_transient(
+        lambda: ensure_work_signal(control), what="writing the work signal", pause=pause
+    )
     if bus is not None:
         try:
             bus.ensure_topic()

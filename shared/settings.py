@@ -108,7 +108,12 @@ class Settings(BaseSettings):
     backoff_delta_ms: int = Field(default=100, ge=1)
     backoff_min_idle_ms: int = Field(default=100, ge=0)
     backoff_max_idle_ms: int = Field(default=30_000, ge=1)
-    safety_poll_seconds: float = Field(default=60.0, gt=0)
+    #: with the trigger, the idle tick: a read of the work signal (processors), or of every
+    #: queue's depth; a lost trigger waits at most this long (bench/README.md, "idle")
+    safety_poll_seconds: float = Field(default=120.0, gt=0)
+    #: an idle processor's full look at every queue, for work whose trigger and work
+    #: signal were both lost (a crash between sending work items and the signal)
+    quiet_rescan_seconds: float = Field(default=3600.0, gt=0)
     #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling).
     #: One thread per process by default: on the 2-core reference machine no thread count
     #: beat one (whose 4 handlers already overlap I/O) and each extra thread cost CPU and

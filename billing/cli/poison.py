@@ -14,12 +14,13 @@ from contextlib import contextmanager
 import typer
 from azure.core.exceptions import ResourceNotFoundError
 
+from shared.coordination.work_signal import signal_work
 from shared.listener.poison import PoisonRecord
 from shared.listener.redrive import peek_poisoned, redrive
 from shared.listener.source import poison_queue
 from shared.settings import Settings
 from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
+from shared.storage.ports import BlobContainer, StorageAccount
 
 poison_app = typer.Typer(help="See and redrive poisoned messages.", no_args_is_help=True)
 
@@ -29,6 +30,18 @@ BATCH_OPTION = typer.Option(None, "--batch", help="Only the messages of this bat
 def source_queues(settings: Settings) -> list[str]:
     """Every queue whose messages can be poisoned: the work queues, then the results queue."""
     return [*settings.all_work_queues(), settings.output_queue]
+
+
+def _signal_processors(control: BlobContainer) -> None:
+    """Idle processors read the work signal, not every queue's depth: move it on."""
+    try:
+        signal_work(control, "redrive")
+    except Exception as exc:  # the messages are back: they will be found, only later
+        typer.echo(
+            f"could not move the work signal ({exc}); idle processors will find the "
+            "redriven messages on their next full look at the queues (within an hour)",
+            err=True,
+        )
 
 
 def chunk_of(record: PoisonRecord) -> tuple[str, int] | None:
@@ -109,6 +122,8 @@ def redrive_poisoned(batch_id: str | None = BATCH_OPTION) -> None:
             skipped += sum(
                 1 for p in report.skipped if p.record is None or p.record.content_truncated
             )
+        if redriven:
+            _signal_processors(storage.container(settings.control_container))
     typer.echo(f"redrove {redriven} message(s)")
     if skipped:
         typer.echo(

@@ -1,7 +1,8 @@
 """The live processor instances, read from their heartbeat entities.
 
 Each processor upserts one entity in the heartbeats table (partition = role, row = instance
-id; see :mod:`shared.listener.heartbeat`): every ~10 s while busy, every ~60 s while idle,
+id; see :mod:`shared.listener.heartbeat`): every ~10 s while busy, every
+:data:`~shared.listener.heartbeat.HEARTBEAT_IDLE_SECONDS` (5 minutes) while idle,
 and a last one marked ``stopped``. An instance is live when its last beat is not marked
 ``stopped`` and is younger than :data:`STALE_AFTER` — a couple of idle intervals, so that an
 idle instance is not mistaken for a dead one, and a crashed one drops out within minutes.
@@ -14,12 +15,13 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from shared.listener.heartbeat import HEARTBEAT_IDLE_SECONDS
 from shared.storage.ports import Table
 
 #: The heartbeat partition the processors write to (``Heartbeat(role="processor")``).
 PROCESSOR_ROLE = "processor"
 #: A beat older than this is from an instance that stopped without saying so.
-STALE_AFTER = timedelta(seconds=150)
+STALE_AFTER = timedelta(seconds=2.5 * HEARTBEAT_IDLE_SECONDS)
 
 
 class ProcessorInstance(BaseModel):

@@ -24,6 +24,7 @@ from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch, utc_now
 from shared.contracts.batch_status import BatchStatus
 from shared.contracts.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
+from shared.coordination.work_signal import signal_work
 from shared.domain.priority import PRIORITIES, Priority
 from shared.domain.transactions import ControlTotals
 from shared.settings import Settings
@@ -79,6 +80,7 @@ class Publisher:
         self.records = BatchRecords(table)
         self.keys = IdempotencyKeys(table)
         self.payloads = storage.container(settings.payload_container)
+        self.control = storage.container(settings.control_container)
         self.work_queues = {
             p: [storage.queue(q) for q in settings.work_queues(p)] for p in PRIORITIES
         }
@@ -159,6 +161,7 @@ class Publication:
             )
             fault("record_accepting")
             queue_names = self._enqueue(chunks)
+            self._signal_work()
             self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
             fault("record_accepted")
         except Exception:
@@ -192,6 +195,19 @@ class Publication:
             self._p.work_queues[intent.priority],
             after_each=lambda: self._p.fault("work_item_sent"),
         )
+
+    def _signal_work(self) -> None:
+        """After step 4: move the work signal, which idle processors read instead of every
+        queue's depth. Best effort: the trigger still wakes them, and their hourly full
+        look at the queues covers a batch whose trigger and signal were both lost."""
+        try:
+            signal_work(self._p.control, self._intent.batch_id)
+        except Exception:
+            log.warning(
+                "work signal for batch %s not written; the trigger still announces it",
+                self._intent.batch_id,
+                exc_info=True,
+            )
 
     def _announce(self, record: BatchRecord, queue_names: list[str]) -> None:
         """Step 6: the trigger. A lost trigger only delays processing (the safety poll)."""

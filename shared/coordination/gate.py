@@ -3,8 +3,10 @@
 Pre-started workers wait until an operator releases them. Two mechanisms, combined:
 
 * a **blob flag** (``gate/state.json`` in the control container) is the durable truth: a
-  worker reads it when it starts and again on every slow poll, so a worker started after
-  the release proceeds at once, and a lost broadcast costs at most one poll interval;
+  worker reads it when it starts, so a worker started after the release proceeds at once,
+  and again whenever the work signal moves (:mod:`shared.coordination.work_signal`), which
+  :func:`set_gate` moves after writing the flag: a lost broadcast costs at most one safety
+  tick, and an idle worker pays for no gate read until something changed;
 * a **broadcast** on the trigger topic (:class:`~shared.contracts.messages.GateEvent`, with the
   application properties :data:`GATE_PROPERTIES`) makes a release instant for workers
   already waiting: every processor subscription has a rule that selects it, whatever
@@ -12,21 +14,24 @@ Pre-started workers wait until an operator releases them. Two mechanisms, combin
 
 The operator writes the blob *before* broadcasting, so a worker woken by the broadcast
 and re-reading the blob never sees the old state. No blob means released: a deployment
-that never uses the gate never waits.
+that never uses the gate never waits. Provisioning writes it released (create-only), and a
+worker that finds none creates it so, so that its reads do not answer 404 by design.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 from datetime import UTC, datetime
 
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 
 from shared.bus.ports import TriggerBus
 from shared.contracts.messages import KIND_PROPERTY, GateEvent
-from shared.storage.ports import BlobContainer
+from shared.coordination.work_signal import signal_work
+from shared.storage.ports import Blob, BlobContainer
 
 GATE_BLOB = "gate/state.json"
 #: What a gate broadcast carries, and what a processor subscription's gate rule matches.
@@ -41,6 +46,10 @@ def read_gate(control: BlobContainer) -> bool:
         blob = control.get(GATE_BLOB)
     except ResourceNotFoundError:
         return True
+    return _parse(control, blob)
+
+
+def _parse(control: BlobContainer, blob: Blob) -> bool:
     try:
         return bool(json.loads(blob.data)["released"])
     except (ValueError, KeyError, TypeError) as exc:
@@ -49,11 +58,23 @@ def read_gate(control: BlobContainer) -> bool:
         ) from exc
 
 
+def _state(released: bool) -> bytes:
+    return json.dumps({"released": released, "at": datetime.now(UTC).isoformat()}).encode()
+
+
+def ensure_gate(control: BlobContainer) -> None:
+    """Write the gate released if no operator ever set it (never overwrites a set one)."""
+    with contextlib.suppress(ResourceExistsError):
+        control.put(GATE_BLOB, _state(True), create_only=True)
+
+
 def set_gate(control: BlobContainer, bus: TriggerBus | None, *, released: bool) -> None:
     """Open or close the gate: write the durable flag, then broadcast the change, once:
-    each processor subscription has a rule for the gate besides its priority rules."""
-    state = {"released": released, "at": datetime.now(UTC).isoformat()}
-    control.put(GATE_BLOB, json.dumps(state).encode())
+    each processor subscription has a rule for the gate besides its priority rules. The
+    work signal moves in between, so that idle workers whose broadcast is lost re-read the
+    flag on their next safety tick."""
+    control.put(GATE_BLOB, _state(released))
+    signal_work(control, "gate")
     if bus is not None:
         body = GateEvent(released=released).to_text().encode()
         bus.publish(body, dict(GATE_PROPERTIES))
@@ -61,7 +82,7 @@ def set_gate(control: BlobContainer, bus: TriggerBus | None, *, released: bool) 
 
 
 class GateWatcher:
-    """A worker's view of the gate: blocks while held, wakes on a broadcast or a poll."""
+    """A worker's view of the gate: blocks while held, wakes on a broadcast or a re-read."""
 
     def __init__(self, control: BlobContainer) -> None:
         self._control = control
@@ -73,8 +94,14 @@ class GateWatcher:
         return self._released.is_set()
 
     def refresh(self) -> bool:
-        """Re-read the durable flag (at start and on every slow poll)."""
-        self._apply(read_gate(self._control))
+        """Re-read the durable flag (at start and whenever the work signal moved); a
+        missing flag is written released first, so later reads find it."""
+        try:
+            released = _parse(self._control, self._control.get(GATE_BLOB))
+        except ResourceNotFoundError:  # at most once per deployment
+            ensure_gate(self._control)
+            released = read_gate(self._control)
+        self._apply(released)
         return self.released
 
     def on_event(self, event: GateEvent) -> None:

@@ -18,7 +18,7 @@ from shared.listener.backoff import Backoff
 from shared.listener.config import ListenerConfig
 from shared.listener.engine import QueueListener
 from shared.listener.handling import Handler
-from shared.listener.heartbeat import Heartbeat, new_instance_id
+from shared.listener.heartbeat import HEARTBEAT_IDLE_SECONDS, Heartbeat, new_instance_id
 from shared.listener.poison import UNKNOWN_LAST_ERROR, OnPoison, PoisonRecord
 from shared.listener.renewal import Lease
 from shared.listener.retry import RetryLater, growing_delay
@@ -27,6 +27,7 @@ from shared.listener.source import QueueSource, poison_queue
 from shared.listener.state import ListenerSnapshot, ListenerState
 
 __all__ = [
+    "HEARTBEAT_IDLE_SECONDS",
     "UNKNOWN_LAST_ERROR",
     "Backoff",
     "Handler",

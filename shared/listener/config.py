@@ -29,7 +29,12 @@ class ListenerConfig(BaseModel):
     backoff_delta: float = Field(default=0.1, gt=0)
     backoff_max_idle: float = Field(default=30.0, gt=0)
     #: with a push trigger, the one slow poll left when every dequeue thread has retired
-    safety_poll_seconds: float = Field(default=60.0, gt=0)
+    safety_poll_seconds: float = Field(default=120.0, gt=0)
+    #: for an owner that watches a cheaper signal of new work and calls
+    #: ``on_work_detected`` when it moves: once a depth scan found every queue empty
+    #: (hidden messages included), the safety poll scans again only after this long.
+    #: None: a depth scan on every safety tick (a request per queue).
+    quiet_rescan_seconds: float | None = Field(default=None, gt=0)
     #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (the scaling rule)
     scaling_rule: str = "0:1"  # measured: see Settings.scaling_rule
     max_threads: int = Field(default=8, ge=1)

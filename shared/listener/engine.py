@@ -17,6 +17,11 @@ Threads come and go with the work:
   cap retires, unless it is the last one. With a push trigger the last one retires too and
   only a slow **safety poll** remains (every ``safety_poll_seconds``, a depth query), so a
   lost trigger never strands work and an idle instance makes almost no storage requests.
+* **Quiet**: with ``quiet_rescan_seconds`` set, the owner watches a cheaper signal of new
+  work (one request instead of one per queue) and calls :meth:`on_work_detected` when it
+  moves; the safety poll then scans only while the last scan saw messages (some may be
+  hidden at a crashed instance, or due back later), and otherwise once per
+  ``quiet_rescan_seconds``, for work whose trigger and signal were both lost.
 """
 
 from __future__ import annotations
@@ -116,6 +121,8 @@ class QueueListener:
             wake=self._wake,
             clock=clock,
         )
+        # When the last depth scan ran (clock) and what it found (None: it failed).
+        self._last_scan: tuple[float, int | None] = (float("-inf"), None)
         self._safety_poll = threading.Thread(
             target=self._safety_poll_main, name=f"{name}-safety-poll", daemon=True
         )
@@ -210,9 +217,12 @@ class QueueListener:
         except Exception:
             log.warning("%s could not query queue depth", self.name, exc_info=True)
             self.state.error()
+            self._last_scan = (self._clock(), None)
             return None
         self.state.set_depths(depths)
-        return sum(depths.values())
+        total = sum(depths.values())
+        self._last_scan = (self._clock(), total)
+        return total
 
     def _scale_to(self, depth: int | None) -> int:
         # An unknown depth still deserves one thread to go and look.
@@ -271,8 +281,19 @@ class QueueListener:
         while not self._stopping.wait(self.config.safety_poll_seconds):
             if self.state.active_threads or not self._running.is_set():
                 continue  # threads are watching, or the gate holds us: no request needed
+            if not self._safety_scan_due():
+                continue  # quiet: the owner's work signal stands in for the scan
             depth = self._query_depth()
             if depth:
                 log.info("%s: safety poll found %d messages", self.name, depth)
                 self._planner.forget_empty()
                 self._scale_to(depth)
+
+    def _safety_scan_due(self) -> bool:
+        """Scan on every tick, unless quiet: every queue empty at the last scan, and that
+        scan younger than ``quiet_rescan_seconds``."""
+        quiet = self.config.quiet_rescan_seconds
+        if quiet is None:
+            return True
+        scanned_at, depth = self._last_scan
+        return depth != 0 or self._clock() - scanned_at >= quiet

@@ -3,12 +3,12 @@
 Each instance upserts one entity (partition = role, row = instance id) holding its latest
 :class:`~shared.listener.state.ListenerSnapshot`. Writes are throttled — every
 ``busy_interval`` seconds while the listener is working, at most every ``idle_interval``
-while it is idle — so an idle instance costs about one table write a minute. A reader
-treats an entity older than a couple of idle intervals, or with ``status == "stopped"``,
-as gone. A change of the thread count or of the queue depth is written early (at most
-once per ``prompt_interval``), so that readers see threads scale and queues drain as they
-happen, not a minute later. Each write is also logged, which gives the periodic state log
-for free.
+while it is idle (:data:`HEARTBEAT_IDLE_SECONDS`) — so an idle instance costs a dozen
+table writes an hour. A reader treats an entity older than a couple of idle intervals, or
+with ``status == "stopped"``, as gone. A change of the thread count or of the queue depth
+is written early (at most once per ``prompt_interval``), so that readers see threads scale
+and queues drain as they happen, not minutes later. Each write is also logged, which gives
+the periodic state log for free.
 """
 
 from __future__ import annotations
@@ -29,6 +29,10 @@ from shared.storage.ports import Entity, Table
 
 log = logging.getLogger(__name__)
 
+#: An idle instance's heartbeat interval: 12 writes an hour, a fifth of an idle processor's
+#: request budget; readers wait a couple of these before calling an instance gone.
+HEARTBEAT_IDLE_SECONDS = 300.0
+
 
 def new_instance_id() -> str:
     """``hostname-pid-random``: unique per process, readable in a status table."""
@@ -46,7 +50,7 @@ class Heartbeat:
         role: str,
         instance_id: str | None = None,
         busy_interval: float = 10.0,
-        idle_interval: float = 60.0,
+        idle_interval: float = HEARTBEAT_IDLE_SECONDS,
         prompt_interval: float = 1.0,
         extra: Callable[[], Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from initiator.observability.fleet import STALE_AFTER
 from shared.contracts.batch_status import BatchStatus
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, CSV, Api
@@ -124,7 +125,9 @@ async def test_live_processors_and_their_threads(api: Api) -> None:
     write_beat(table, "proc-a", Figures(active_threads=2, total_threads=3, queue_depth=40))
     write_beat(table, "proc-b", Figures(active_threads=1, total_threads=1, queue_depth=7))
     write_beat(table, "proc-stopped", status="stopped")
-    write_beat(table, "proc-silent", taken_at=datetime.now(UTC) - timedelta(minutes=10))
+    write_beat(
+        table, "proc-silent", taken_at=datetime.now(UTC) - STALE_AFTER - timedelta(minutes=1)
+    )
 
     samples = await scrape_until(api, lambda s: s.get(("billing_processor_instances", ())) == 2)
     assert samples[("billing_processor_instances", ())] == 2

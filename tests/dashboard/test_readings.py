@@ -17,6 +17,7 @@ from initiator.observability.cache import TimedCache
 from initiator.observability.fleet import STALE_AFTER, read_live_processors
 from shared.contracts.batch_records import BatchRecord, BatchRecords
 from shared.contracts.batch_status import BatchStatus
+from shared.listener.heartbeat import HEARTBEAT_IDLE_SECONDS
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.ports import Table
 from tests.dashboard.heartbeats import Figures, write_beat
@@ -128,6 +129,19 @@ def test_live_processors_leave_out_stopped_and_silent_instances(
     assert (busy.handled, busy.errors, busy.status) == (12, 0, "running")
     assert busy.p95_latency_ms == pytest.approx(50.0)
     assert live[2].beat_age_seconds == pytest.approx(STALE_AFTER.total_seconds() - 30, abs=1)
+
+
+def test_an_idle_instance_between_two_idle_beats_is_live(
+    storage: EmbeddedStorageAccount,
+) -> None:
+    """Idle processors beat every HEARTBEAT_IDLE_SECONDS: one late by half an interval, as
+    a loaded machine may make it, still shows."""
+    table = new_table(storage, "heartbeats")
+    now = datetime.now(UTC)
+    late = timedelta(seconds=1.5 * HEARTBEAT_IDLE_SECONDS)
+    write_beat(table, "idle", taken_at=now - late)
+
+    assert [p.instance for p in read_live_processors(table, now=now)] == ["idle"]
 
 
 def test_a_beat_from_a_clock_ahead_has_no_negative_age(storage: EmbeddedStorageAccount) -> None:

@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from billing.cli.app import app as cli
 from billing.sample_batches import write_batch_file
 from shared.contracts.chunk_payload import payload_blob_name
+from shared.coordination.work_signal import work_signal_version
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.warehouse import make_engine
@@ -42,6 +43,7 @@ def _environment(settings: Settings) -> dict[str, str]:
         "work_queue_prefix",
         "partitions",
         "output_queue",
+        "control_container",  # where the redrive moves the work signal
     )
     env = {}
     for name in names:
@@ -87,9 +89,13 @@ def test_a_poisoned_chunk_fails_its_batch_and_a_redrive_completes_it_once(
         assert "ChunkIntegrityError" in listed.output
 
         payloads.put(blob, original)  # the operator repairs the payload
+        control = storage.container(settings.control_container)
+        signal_before = work_signal_version(control)
         redriven = runner.invoke(cli, ["poison", "redrive", "--batch", batch_id], env=env)
         assert redriven.exit_code == 0, redriven.output
         assert "redrove 1 message" in redriven.output
+        # Idle processors read the work signal, not the queues: the redrive moved it.
+        assert work_signal_version(control) != signal_before
 
         completed = pipeline.wait_until_closed(batch_id, closed=("completed",))
         assert completed["reconciled"] is True

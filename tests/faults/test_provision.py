@@ -13,7 +13,13 @@ from shared.faults.plan import FaultPlan
 from shared.faults.spec import FaultSpec
 from shared.listener.heartbeat import Heartbeat
 from shared.listener.state import ListenerState
-from shared.provision import containers_for, ensure_resources, queues_for, tables_for
+from shared.provision import (
+    CONTROL_BLOBS,
+    containers_for,
+    ensure_resources,
+    queues_for,
+    tables_for,
+)
 from shared.settings import Settings
 from shared.storage.transient import START_ATTEMPTS
 from tests.faults.conftest import FaultyStorage
@@ -33,7 +39,8 @@ def test_a_create_whose_answer_was_lost_or_timed_out_is_tried_again(
     # the first table create: the table SDK retries neither, its create is a POST
     faulty.plan.next(*[None] * before_tables, LOST, TIMEOUT)
     ensure_resources(settings, faulty.account, None)
-    assert faulty.plan.attempts == before_tables + len(tables_for(settings)) + 2
+    tables_and_blobs = len(tables_for(settings)) + len(CONTROL_BLOBS)
+    assert faulty.plan.attempts == before_tables + tables_and_blobs + 2
     assert set(tables_for(settings)) <= set(faulty.account.list_tables())
 
 

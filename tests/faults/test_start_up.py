@@ -17,7 +17,13 @@ from processor.gate_keeper import GateKeeper
 from shared.bus.embedded import EmbeddedTriggerBus
 from shared.coordination.gate import GATE_BLOB, set_gate
 from shared.domain.pricebook import sample_pricebook
-from shared.provision import containers_for, ensure_resources, queues_for, tables_for
+from shared.provision import (
+    CONTROL_BLOBS,
+    containers_for,
+    ensure_resources,
+    queues_for,
+    tables_for,
+)
 from shared.settings import Settings
 from shared.storage.transient import START_ATTEMPTS, is_transient, retry_transient
 from tests.faults.conftest import RETRY_TOTAL, FaultyStorage
@@ -39,7 +45,8 @@ def settings_in(folder: Path) -> Settings:
 
 def resources(settings: Settings) -> int:
     """How many create requests provisioning makes, when none fails."""
-    return len(queues_for(settings)) + len(containers_for(settings)) + len(tables_for(settings))
+    created = len(queues_for(settings)) + len(containers_for(settings)) + len(tables_for(settings))
+    return created + len(CONTROL_BLOBS)
 
 
 def test_the_initiator_starts_although_its_pricebook_install_and_sweep_are_throttled(
@@ -83,7 +90,7 @@ def test_a_processor_whose_gate_read_is_throttled_reads_it_again(faulty: FaultyS
     ensure_resources(settings, faulty.account, None)
     set_gate(control, None, released=False)
     listener = RecordingListener()
-    gate = GateKeeper(control, listener, poll_seconds=60, start_retry_pause=0.01)
+    gate = GateKeeper(control, listener, start_retry_pause=0.01)
     faulty.plan.next(*GIVEN_UP)
     gate.start()
     try:
@@ -99,7 +106,7 @@ def test_a_gate_that_stays_unreadable_stops_the_start(faulty: FaultyStorage) -> 
     settings = settings_in(Path("unused"))
     control = faulty.account.container(settings.control_container)
     ensure_resources(settings, faulty.account, None)
-    gate = GateKeeper(control, RecordingListener(), poll_seconds=60, start_retry_pause=0.01)
+    gate = GateKeeper(control, RecordingListener(), start_retry_pause=0.01)
     faulty.plan.next(*GIVEN_UP * START_ATTEMPTS)
     with pytest.raises(HttpResponseError) as raised:
         gate.start()

@@ -86,14 +86,16 @@ def test_a_hold_pauses_running_processors_until_the_next_release(
     assert not any(w.snapshot().paused for w in workers)
 
 
-def test_without_the_broadcast_the_slow_poll_of_the_flag_releases(
+def test_without_the_broadcast_the_work_signal_makes_the_flag_be_reread(
     deployment: Deployment, start_worker: WorkerStarter
 ) -> None:
     control = deployment.storage.container(deployment.settings.control_container)
     set_gate(control, None, released=False)
     version = deployment.upload_pricebook(TIE_BOOK)
-    worker = start_worker(deployment, gate_poll_seconds=0.3)
+    worker = start_worker(deployment, safety_poll_seconds=0.3)
     deployment.publish(CHUNKS, pricebook_version=version)
+    time.sleep(1.0)  # the batch's own move of the work signal is seen, the gate still held
+    assert not worker.snapshot().released
 
     set_gate(control, None, released=True)  # the flag only: the broadcast is "lost"
 

@@ -1,0 +1,90 @@
+"""The quiet safety poll: an owner watching a cheaper work signal lets the listener skip its
+depth scans while every queue was empty, without stranding work it cannot be told about."""
+
+from __future__ import annotations
+
+import time
+
+from tests.listener.helpers import ListenerFactory, fast_config, make_sources, wait_until
+from tests.support.memory_queue import MemoryQueues
+
+TICK = 0.05
+
+
+def depth_scans(queues: MemoryQueues, names: list[str]) -> int:
+    return sum(queues.queue(name).calls["count"] for name in names)
+
+
+def test_a_quiet_listener_scans_no_queue_while_its_last_scan_found_them_empty(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    sources = make_sources(queues, ("high", "normal", "low"), partitions=2)
+    names = [source.name for source in sources]
+    quiet = listener_factory(
+        sources,
+        lambda lease: None,
+        fast_config(safety_poll_seconds=TICK, quiet_rescan_seconds=600),
+        trigger_available=True,
+    )
+    quiet.start()  # scans the depth: every queue empty
+    assert wait_until(lambda: quiet.snapshot().safety_poll_only)
+    before = depth_scans(queues, names)
+    time.sleep(10 * TICK)
+    assert depth_scans(queues, names) == before  # ten ticks, not one request
+
+    # The owner's signal moved: one scan, and the work is found at once.
+    sources[4].queue.send("announced by the signal")
+    quiet.on_work_detected()
+    assert wait_until(lambda: quiet.snapshot().handled == 1)
+
+
+def test_without_quiet_every_tick_scans_every_queue(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    sources = make_sources(queues, ("high", "low"))
+    names = [source.name for source in sources]
+    listener = listener_factory(
+        sources, lambda lease: None, fast_config(safety_poll_seconds=TICK), trigger_available=True
+    )
+    listener.start(threads=1)
+    assert wait_until(lambda: listener.snapshot().safety_poll_only)
+    before = depth_scans(queues, names)
+    time.sleep(10 * TICK)
+    assert depth_scans(queues, names) - before >= 2 * len(names)
+
+
+def test_the_quiet_rescan_finds_work_whose_trigger_and_signal_were_both_lost(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    sources = make_sources(queues, ("normal",), partitions=2)
+    listener = listener_factory(
+        sources,
+        lambda lease: None,
+        fast_config(safety_poll_seconds=TICK, quiet_rescan_seconds=0.5),
+        trigger_available=True,
+    )
+    listener.start()
+    assert wait_until(lambda: listener.snapshot().safety_poll_only)
+    sources[1].queue.send("nobody said a word")
+    assert wait_until(lambda: listener.snapshot().handled == 1)
+
+
+def test_messages_hidden_at_a_crashed_instance_keep_the_safety_poll_scanning(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """The depth counts hidden messages: while a scan saw any, the listener is not quiet,
+    so a message held by an instance that died is taken once its lease runs out."""
+    (source,) = make_sources(queues)
+    source.queue.send("held by an instance that died")
+    (held,) = source.queue.receive(1, visibility_timeout=1)
+    listener = listener_factory(
+        [source],
+        lambda lease: None,
+        fast_config(safety_poll_seconds=TICK, quiet_rescan_seconds=600),
+        trigger_available=True,
+    )
+    listener.start()  # the scan sees 1 (hidden): a thread, which finds nothing and retires
+    assert wait_until(lambda: listener.snapshot().safety_poll_only)
+    assert listener.snapshot().handled == 0
+    assert wait_until(lambda: listener.snapshot().handled == 1)
+    assert held.content == "held by an instance that died"
