@@ -172,6 +172,7 @@ def scaled_options(variant: Variant, scale: float, settings: Settings) -> dict[s
         "backoff_max_idle": defaults.backoff_max_idle / scale,
         "safety_poll_seconds": BEFORE_SAFETY_POLL_SECONDS / scale,
         "empty_recheck_seconds": defaults.empty_recheck_seconds / scale,
+        "empty_recheck_max_seconds": defaults.empty_recheck_max_seconds / scale,
     }
     if variant == "processor":
         options["safety_poll_seconds"] = settings.safety_poll_seconds / scale

@@ -67,6 +67,7 @@ def measure(deployment: Deployment, samples: int, cap: float) -> tuple[list[floa
         "backoff_delta": defaults.backoff_delta / scale,
         "backoff_max_idle": cap,
         "empty_recheck_seconds": defaults.empty_recheck_seconds / scale,
+        "empty_recheck_max_seconds": defaults.empty_recheck_max_seconds / scale,
     }
     trigger_clock, polling_clock = DequeueClock(), DequeueClock()
     trigger_storage = TimedStorage(

@@ -243,7 +243,8 @@ class ProcessorWorker:
 
     def _on_trigger(self, event: TriggerEvent) -> None:
         with span("trigger", parent=event.trace, attributes={BATCH_ID: event.batch_id}):
-            started = self.listener.on_work_detected()
+            # The event names the queues it filled: only those lose their empty back-off.
+            started = self.listener.on_work_detected(event.queue_names)
         log.debug("trigger for batch %s: +%d threads", event.batch_id, started)
 
     def _on_signal(self) -> None:

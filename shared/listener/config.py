@@ -44,8 +44,11 @@ class ListenerConfig(BaseModel):
     renew_fraction: float = Field(default=0.5, gt=0, lt=1)
     #: anti-starvation: every Nth receive round favours a lower priority (see priority.py)
     low_share_every: int = Field(default=8, ge=2)
-    #: a queue found empty is not asked again by any thread for this long
+    #: a queue found empty is not asked again by any thread for this long, doubled with
+    #: each empty answer in a row up to ``empty_recheck_max_seconds`` (see priority.py):
+    #: the cap bounds how late work that arrives without a trigger is found
     empty_recheck_seconds: float = Field(default=0.1, ge=0)
+    empty_recheck_max_seconds: float = Field(default=5.0, ge=0)
 
     @field_validator("scaling_rule")
     @classmethod
@@ -57,6 +60,8 @@ class ListenerConfig(BaseModel):
     def _min_below_max(self) -> ListenerConfig:
         if self.backoff_min_idle > self.backoff_max_idle:
             raise ValueError("backoff_min_idle must not exceed backoff_max_idle")
+        if self.empty_recheck_max_seconds < self.empty_recheck_seconds:
+            raise ValueError("empty_recheck_max_seconds must not be below empty_recheck_seconds")
         return self
 
     @property

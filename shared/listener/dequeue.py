@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -44,8 +44,9 @@ class DequeueContext:
     handler_parallelism: int
     #: atomically decides whether this idle thread may end (and counts it as retired)
     may_retire: Callable[[], bool]
-    #: the listener's work-detected reaction: query depth, scale threads
-    work_detected: Callable[[], object]
+    #: the listener's work-detected reaction: query depth, scale threads (given the queues
+    #: the work was found on, so the other queues keep their empty back-off)
+    work_detected: Callable[[Collection[str]], object]
     #: interrupts the back-off sleep when a trigger arrives (or the listener stops)
     wake: WakeSignal
     clock: Callable[[], float] = field(default=time.monotonic)
@@ -73,7 +74,7 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             failures = 0
             if leases:
                 if idle_count:
-                    ctx.work_detected()
+                    ctx.work_detected({lease.source.name for lease in leases})
                 idle_count = 0
                 _handle_all(ctx, leases, pool)
                 continue
@@ -103,6 +104,7 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
             # depth query, long after the queue drained.
             ctx.state.set_depths({source.name: 0})
             continue
+        ctx.planner.mark_found(source)
         ctx.state.received(len(messages))
         leases = [Lease(message, source, requested_at) for message in messages]
         for lease in leases:

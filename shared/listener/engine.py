@@ -30,7 +30,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from shared.listener.backoff import Backoff, UniformSource
 from shared.listener.config import ListenerConfig
@@ -89,6 +89,7 @@ class QueueListener:
             self._sources,
             share_every=self.config.low_share_every,
             empty_recheck=self.config.empty_recheck_seconds,
+            empty_recheck_max=self.config.empty_recheck_max_seconds,
             clock=clock,
         )
         self._context = DequeueContext(
@@ -148,12 +149,13 @@ class QueueListener:
             if threads == 0:
                 self.state.set_safety_poll_only(True)
 
-    def on_work_detected(self) -> int:
-        """Work may have arrived: scale the dequeue threads to the depth; returns how many
-        threads were started. Safe to call from any thread, as often as triggers come."""
+    def on_work_detected(self, queue_names: Collection[str] | None = None) -> int:
+        """Work may have arrived (on ``queue_names``, if the caller knows; else anywhere):
+        scale the dequeue threads to the depth; returns how many threads were started.
+        Safe to call from any thread, as often as triggers come."""
         if not self._started or self._stopping.is_set() or not self._running.is_set():
             return 0
-        self._planner.forget_empty()
+        self._planner.forget_empty(queue_names)
         self._wake.wake()  # threads asleep in their back-off look again now
         return self._scale_to(self._query_depth())
 
