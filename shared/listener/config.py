@@ -44,11 +44,12 @@ class ListenerConfig(BaseModel):
     renew_fraction: float = Field(default=0.5, gt=0, lt=1)
     #: anti-starvation: every Nth receive round favours a lower priority (see priority.py)
     low_share_every: int = Field(default=8, ge=2)
-    #: a queue found empty is not asked again by any thread for this long, doubled with
-    #: each empty answer in a row up to ``empty_recheck_max_seconds`` (see priority.py):
-    #: the cap bounds how late work that arrives without a trigger is found
+    #: a queue found empty is not asked again by any thread for this long, and left out of
+    #: more rounds (and seconds) with each empty answer in a row, never for longer than
+    #: ``empty_recheck_max_seconds`` (see empty_memory.py): the cap bounds how late work that
+    #: arrives without a trigger is found while threads run (triggers reset it at once)
     empty_recheck_seconds: float = Field(default=0.1, ge=0)
-    empty_recheck_max_seconds: float = Field(default=5.0, ge=0)
+    empty_recheck_max_seconds: float = Field(default=10.0, ge=0)
 
     @field_validator("scaling_rule")
     @classmethod

@@ -14,14 +14,10 @@ of queues and receives from the first one that has messages.
   round whose favoured queues are empty costs nothing extra: it serves the usual order.
   Chosen over aging because it needs no per-message timestamps and its bound is easy to
   state and test.
-* **Empty memory**: a queue that just answered "empty" is skipped by every thread for a
-  while, so a thread serving one queue does not pay an empty receive on every other
-  partition and priority each round (every receive is a billed request). The skip doubles
-  with each empty answer in a row — ``empty_recheck``, twice that, four times, … — up to
-  ``empty_recheck_max``, so a queue that stays empty while a batch is in flight costs a few
-  receives, not one per round; and no queue is skipped for longer than the cap, so work that
-  arrives without a trigger is still found within it. A receive that finds messages, or a
-  trigger naming the queue (:meth:`forget_empty`), makes it a candidate again at once.
+* **Empty memory** (:mod:`shared.listener.empty_memory`): a queue that answered "empty" is
+  left out of the next rounds, longer the longer it stays empty, never longer than
+  ``empty_recheck_max`` seconds; a receive that finds messages there, or a trigger naming it
+  (:meth:`forget_empty`), makes it a candidate again at once.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Sequence
 
+from shared.listener.empty_memory import EmptyMemory
 from shared.listener.source import QueueSource
 
 
@@ -50,20 +47,15 @@ class PriorityPlanner:
             raise ValueError("a listener needs at least one queue")
         if share_every < 2:
             raise ValueError("share_every must be >= 2 (1 would invert the priorities)")
-        cap = empty_recheck if empty_recheck_max is None else empty_recheck_max
-        if cap < empty_recheck:
-            raise ValueError("empty_recheck_max must not be below empty_recheck")
         ordered = sorted(sources, key=lambda s: (s.rank, s.partition))
         self._levels = [list(g) for _, g in itertools.groupby(ordered, key=lambda s: s.rank)]
         self._share_every = share_every
-        self._empty_recheck = empty_recheck
-        self._empty_recheck_max = cap
+        self._empty = EmptyMemory(
+            empty_recheck, empty_recheck if empty_recheck_max is None else empty_recheck_max
+        )
         self._clock = clock
         self._lock = threading.Lock()
         self._round = 0
-        self._empty_until: dict[str, float] = {}
-        #: queue name → empty answers in a row (reset by messages or a trigger)
-        self._empty_streak: dict[str, int] = {}
 
     @property
     def sources(self) -> list[QueueSource]:
@@ -74,49 +66,31 @@ class PriorityPlanner:
         with self._lock:
             self._round += 1
             number = self._round
-            now = self._clock()
-            empty_until = dict(self._empty_until)
+            skipped = self._empty.skipped(self._clock(), number)
         order: list[QueueSource] = []
         for level, turn in self._level_order(number):
             start = turn % len(level)
             for source in level[start:] + level[:start]:
-                if empty_until.get(source.name, 0.0) <= now:
+                if source.name not in skipped:
                     order.append(source)
         return order
 
     def mark_empty(self, source: QueueSource) -> None:
-        """``source`` answered a receive with nothing: skip it for a while, longer each time
-        in a row, never longer than ``empty_recheck_max``."""
-        if self._empty_recheck <= 0:
-            return
+        """``source`` answered a receive with nothing: leave it out for a while, longer each
+        time in a row (see :mod:`shared.listener.empty_memory`)."""
         with self._lock:
-            streak = self._empty_streak.get(source.name, 0) + 1
-            self._empty_streak[source.name] = streak
-            self._empty_until[source.name] = self._clock() + self.skip_for(streak)
+            self._empty.empty(source.name, self._clock(), self._round)
 
     def mark_found(self, source: QueueSource) -> None:
         """``source`` gave messages: it is busy again, so its next empty answer starts over."""
         with self._lock:
-            self._empty_streak.pop(source.name, None)
-            self._empty_until.pop(source.name, None)
-
-    def skip_for(self, streak: int) -> float:
-        """How long a queue that answered empty ``streak`` times in a row is skipped."""
-        # 2**20 times any sane base is far past the cap; clamping keeps the float finite.
-        growth = 2.0 ** min(max(streak, 1) - 1, 20)
-        return min(self._empty_recheck * growth, self._empty_recheck_max)
+            self._empty.forget({source.name})
 
     def forget_empty(self, queue_names: Collection[str] | None = None) -> None:
         """New work was announced on ``queue_names`` (every queue if None): look at them
         again at once, and start their back-off over."""
         with self._lock:
-            if queue_names is None:
-                self._empty_until.clear()
-                self._empty_streak.clear()
-                return
-            for name in queue_names:
-                self._empty_until.pop(name, None)
-                self._empty_streak.pop(name, None)
+            self._empty.forget(None if queue_names is None else set(queue_names))
 
     def _level_order(self, number: int) -> list[tuple[list[QueueSource], int]]:
         """The levels in this round's order, each with its partition-rotation turn.
