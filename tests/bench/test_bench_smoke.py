@@ -32,6 +32,11 @@ PROMISED: dict[str, set[str]] = {
         "naive_over_backoff",
         "naive_over_trigger",
     },
+    "empty_receives": {
+        "fixed.requests_per_1000_tx",
+        "growing.requests_per_1000_tx",
+        "requests_growing_vs_fixed",
+    },
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
     "end_to_end": {
         "end_to_end.transactions_per_second",
