@@ -110,6 +110,7 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
         for lease in leases:
             ctx.renewer.hold(lease)
         return leases
+    ctx.planner.mark_idle()
     return []
 
 

@@ -15,7 +15,7 @@ of queues and receives from the first one that has messages.
   Chosen over aging because it needs no per-message timestamps and its bound is easy to
   state and test.
 * **Empty memory** (:mod:`shared.listener.empty_memory`): a queue that answered "empty" is
-  left out of the next rounds, longer the longer it stays empty, never longer than
+  left out of the next busy rounds, longer the longer it stays empty, never longer than
   ``empty_recheck_max`` seconds; a receive that finds messages there, or a trigger naming it
   (:meth:`forget_empty`), makes it a candidate again at once.
 """
@@ -66,7 +66,7 @@ class PriorityPlanner:
         with self._lock:
             self._round += 1
             number = self._round
-            skipped = self._empty.skipped(self._clock(), number)
+            skipped = self._empty.skipped(self._clock())
         order: list[QueueSource] = []
         for level, turn in self._level_order(number):
             start = turn % len(level)
@@ -79,12 +79,18 @@ class PriorityPlanner:
         """``source`` answered a receive with nothing: leave it out for a while, longer each
         time in a row (see :mod:`shared.listener.empty_memory`)."""
         with self._lock:
-            self._empty.empty(source.name, self._clock(), self._round)
+            self._empty.empty(source.name, self._clock())
 
     def mark_found(self, source: QueueSource) -> None:
-        """``source`` gave messages: it is busy again, so its next empty answer starts over."""
+        """``source`` gave messages: it is busy again, so its next empty answer starts over
+        (and the round counts as busy for the other queues' skips)."""
         with self._lock:
-            self._empty.forget({source.name})
+            self._empty.found(source.name)
+
+    def mark_idle(self) -> None:
+        """A round found no messages on any queue (the thread backs off now)."""
+        with self._lock:
+            self._empty.idle()
 
     def forget_empty(self, queue_names: Collection[str] | None = None) -> None:
         """New work was announced on ``queue_names`` (every queue if None): look at them

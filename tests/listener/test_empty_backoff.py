@@ -48,7 +48,8 @@ def test_the_skip_doubles_with_each_empty_answer_up_to_the_cap(queues: MemoryQue
     for _ in range(7):
         planner.mark_empty(source)
         waited = 0.0
-        while not planner.next_round():  # skipped: let time pass in small steps
+        while not planner.next_round():  # skipped: an idle round; let time pass in steps
+            planner.mark_idle()
             clock.advance(0.25)
             waited += 0.25
         skips.append(waited)
@@ -58,8 +59,8 @@ def test_the_skip_doubles_with_each_empty_answer_up_to_the_cap(queues: MemoryQue
 def test_slow_rounds_skip_an_empty_queue_more_rounds_each_time_within_the_cap(
     queues: MemoryQueues,
 ) -> None:
-    """Rounds 3 s apart (a thread handling a full receive, or idling): the time skip alone
-    would have run out before every round. The queue is asked in rounds 1, 2 and 4 (skips of
+    """Busy rounds 3 s apart (a thread handling a full receive from normal): the time skip
+    alone would have run out before every round. The queue is asked in rounds 1, 2 and 4 (skips of
     1 and 2 rounds), then its 4-round skip is cut short by the 8 s cap: every third round."""
     clock = FakeClock()
     high, normal = make_sources(queues, ("high", "normal"))
@@ -71,8 +72,24 @@ def test_slow_rounds_skip_an_empty_queue_more_rounds_each_time_within_the_cap(
         if high in planner.next_round():
             asked_in.append(number)
             planner.mark_empty(high)
+        planner.mark_found(normal)  # normal had messages: a busy round
         clock.advance(3.0)
     assert asked_in == [1, 2, 4, 7, 10, 13, 16]
+
+
+def test_idle_rounds_do_not_stretch_the_skip(queues: MemoryQueues) -> None:
+    """Rounds that found nothing anywhere are spaced by the thread's own back-off: after one,
+    a queue is asked again once its time skip is over, not busy rounds later."""
+    clock = FakeClock()
+    (normal,) = make_sources(queues, ("normal",))
+    planner = PriorityPlanner(
+        [normal], share_every=8, empty_recheck=BASE, empty_recheck_max=CAP, clock=clock
+    )
+    for streak in range(1, 6):
+        planner.mark_empty(normal)
+        planner.mark_idle()
+        clock.advance(min(BASE * 2 ** (streak - 1), CAP))
+        assert names(planner.next_round()) == ["work-normal-0"]
 
 
 def test_messages_or_a_trigger_naming_the_queue_start_the_back_off_over(
@@ -90,6 +107,7 @@ def test_messages_or_a_trigger_naming_the_queue_start_the_back_off_over(
     planner.forget_empty(["work-normal-0"])  # a trigger for normal work only
     assert names(planner.next_round()) == ["work-normal-0"]  # high keeps its back-off
     planner.mark_empty(normal)  # the streak started over: skipped for the base again
+    planner.mark_idle()  # (the round found nothing anywhere)
     clock.advance(BASE)
     assert names(planner.next_round()) == ["work-normal-0"]
     planner.mark_found(high)  # a receive found messages on high
