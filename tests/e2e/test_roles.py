@@ -131,6 +131,14 @@ def assert_resources_exist(settings: Settings) -> str:
         storage.close()
 
 
+def answers_healthz(url: str) -> bool:
+    """The initiator at ``url`` answers ``GET /healthz`` with 200 (not yet, or no longer: False)."""
+    try:
+        return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def heartbeat_statuses(settings: Settings) -> list[str]:
     storage = open_storage(settings)
     try:
@@ -159,18 +167,12 @@ def test_each_role_starts_becomes_ready_and_stops_on_sigterm_within_5_s(
     settings = deployment.settings
     url = f"http://127.0.0.1:{settings.port}"
 
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
-        except httpx.TransportError:
-            return False
-
     with (
         role(deployment, "initiator") as initiator,
         role(deployment, "processor", "--processes", "1") as processor,
         role(deployment, "controller") as controller,
     ):
-        initiator.wait_until(healthy, "healthy")
+        initiator.wait_until(lambda: answers_healthz(url), "healthy")
         processor.wait_until(lambda: heartbeat_statuses(settings) == ["running"], "running")
         controller.wait_until(lambda: "listening on" in controller.log(), "listening")
         account = assert_resources_exist(settings)

@@ -35,6 +35,7 @@ from shared.listener.source import poison_queue
 from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
+from tests.e2e.test_roles import answers_healthz
 from tests.infra.grants import BuiltInRole, builtin_roles, declared_grants
 from tests.support.deployment_settings import (
     billing_environment,
@@ -205,10 +206,7 @@ def measure_requests(folder: Path) -> dict[str, set[str]]:
 
         def healthy() -> bool:
             assert initiator.poll() is None, "the initiator exited"
-            try:
-                return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
-            except httpx.TransportError:
-                return False
+            return answers_healthz(url)
 
         wait_for(healthy, "healthy", folder)
         accepted = httpx.post(

@@ -15,7 +15,7 @@ import pytest
 
 from billing.demo.cluster import free_port
 from billing.sample_batches import write_batch_file
-from tests.e2e.test_roles import Deployment, heartbeat_statuses, role
+from tests.e2e.test_roles import Deployment, answers_healthz, heartbeat_statuses, role
 from tests.reliability.client import submit, wait_until_closed
 from tests.support.deployment_settings import (
     billing_environment,
@@ -60,12 +60,6 @@ def test_role_processes_under_billing_faults_say_so_and_complete_batches(
         write_batch_file(path, TRANSACTIONS, customers=8, seed=seed)
         bodies.append(path.read_bytes())
 
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"{url}/healthz", timeout=1.0).status_code == 200
-        except httpx.TransportError:
-            return False
-
     with (
         role(deployment, "initiator") as initiator,
         role(deployment, "processor", "--processes", "1") as processor,
@@ -74,7 +68,7 @@ def test_role_processes_under_billing_faults_say_so_and_complete_batches(
             base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=30.0
         ) as client,
     ):
-        initiator.wait_until(healthy, "healthy")
+        initiator.wait_until(lambda: answers_healthz(url), "healthy")
         processor.wait_until(lambda: "running" in heartbeat_statuses(settings), "running")
         controller.wait_until(lambda: "listening on" in controller.log(), "listening")
         csv = {"Content-Type": "text/csv"}
