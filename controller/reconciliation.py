@@ -116,13 +116,15 @@ def scan_charges(
 ) -> ChargeScan:
     """Count, quantity sum and invoice mismatches of the batch, in one SQL statement.
 
-    The batch's charges are summed per customer once (``GROUP BY customer_id``, which the
-    ``(batch_id, customer_id)`` index delivers in order, so no sort); that small result is
-    materialised and read twice: summed again into the batch's count and quantity, and,
-    negated, stacked (``UNION ALL``) with the invoices, so that per customer a correct
-    invoice sums to zero in every figure. A customer with charges but no invoice, or an
-    invoice with no charges, shows up too. Portable (no FULL OUTER JOIN, no ROLLUP); the
-    totals come back as the one row whose ``customer_id`` is null (customer ids never are).
+    The batch's charges are summed per customer once (``GROUP BY customer_id``: the database
+    finds the batch's rows through the unique ``(batch_id, transaction_id)`` key and sorts
+    them, once per batch, rather than every insert keeping a customer index in order,
+    migration 0003); that small result is materialised and read twice: summed again into the
+    batch's count and quantity, and, negated, stacked (``UNION ALL``) with the invoices, so
+    that per customer a correct invoice sums to zero in every figure. A customer with
+    charges but no invoice, or an invoice with no charges, shows up too. Portable (no FULL
+    OUTER JOIN, no ROLLUP); the totals come back as the one row whose ``customer_id`` is
+    null (customer ids never are).
     """
     per_customer = (
         select(

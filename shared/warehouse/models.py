@@ -14,7 +14,6 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     ForeignKey,
-    Index,
     Integer,
     MetaData,
     String,
@@ -91,7 +90,7 @@ class Charge(Amounts, Base):
         # The exactly-once backstop: even a bug in the applied marks cannot land a
         # transaction of a batch twice.
         UniqueConstraint("batch_id", "transaction_id"),
-        Index(None, "batch_id", "customer_id"),
+        # No other index: each one costs every insert (migration 0003 says how much).
     )
 
     order_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)

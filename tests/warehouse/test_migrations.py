@@ -38,7 +38,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0002"
+    assert current_revision(warehouse_url) == head_revision() == "0003"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -69,7 +69,7 @@ def test_controllers_starting_together_all_upgrade_cleanly(warehouse_url: str) -
         controller.join(timeout=120)
 
     assert [controller.exitcode for controller in controllers] == [0, 0, 0]
-    assert current_revision(warehouse_url) == "0002"
+    assert current_revision(warehouse_url) == "0003"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -89,7 +89,7 @@ def test_threads_of_one_process_may_call_upgrade_together(warehouse_url: str) ->
         thread.join()
 
     assert errors == []
-    assert current_revision(warehouse_url) == "0002"
+    assert current_revision(warehouse_url) == "0003"
 
 
 def test_downgrade_to_nothing_and_back(warehouse_url: str) -> None:
