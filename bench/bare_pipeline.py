@@ -199,7 +199,7 @@ def run_lean_loop(data: bytes, warehouse: Path, *, rows_per_transaction: int = 2
             with engine.begin() as connection:
                 load_charges(
                     connection,
-                    [(next(order_id), BATCH_ID, chunk, currency, *row[1:]) for row in rated],
+                    [(next(order_id), BATCH_ID, chunk, currency, *row) for row in rated],
                 )
         return time.perf_counter() - started
     finally:

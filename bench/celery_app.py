@@ -98,8 +98,7 @@ def load_chunk(table: str, chunk: int, first_order_id: int, rows: list[list[str]
         for line, (tx_id, customer, sku, quantity, region, at) in enumerate(rows)
     )
     charges = [
-        (first_order_id + index, BATCH_ID, chunk, currency, *row[1:])
-        for index, row in enumerate(rated)
+        (first_order_id + index, BATCH_ID, chunk, currency, *row) for index, row in enumerate(rated)
     ]
     if table == "plain":
         plain = _plain_connection()

@@ -29,9 +29,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import Engine, create_engine, delete, insert, text
 from sqlalchemy.engine import make_url
@@ -43,12 +42,13 @@ from initiator.acceptance import chunks_of
 from initiator.intake import parse_batch
 from processor.integer_rater import IntegerRater
 from shared.contracts.chunk_payload import chunk_json
+from shared.contracts.chunk_result import ResultRow
 from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
 from shared.warehouse import Batch, Charge, make_engine, upgrade
 
 BATCH_ID = "charge-load"
-ResultRows = list[list[Any]]
+ResultRows = list[ResultRow]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,7 +133,7 @@ def _orm_load(engine: Engine, chunks: list[ResultRows], ids: Iterator[int]) -> N
                 "sku": sku,
                 "region": region,
                 "quantity": quantity,
-                "occurred_at": datetime.fromisoformat(at),
+                "occurred_at": datetime.fromisoformat(at).replace(tzinfo=UTC),
                 "currency": "USD",
                 "unit_price": unit_price,
                 "gross": gross,
@@ -142,7 +142,7 @@ def _orm_load(engine: Engine, chunks: list[ResultRows], ids: Iterator[int]) -> N
                 "tax": tax,
                 "total": total,
             }
-            for _, at, tid, customer, sku, region, quantity, *money in rows
+            for at, tid, customer, sku, region, quantity, *money in rows
             for unit_price, gross, discount, net, tax, total in (money,)
         ]
         with engine.begin() as connection:
@@ -151,7 +151,7 @@ def _orm_load(engine: Engine, chunks: list[ResultRows], ids: Iterator[int]) -> N
 
 def _bulk_load(engine: Engine, chunks: list[ResultRows], ids: Iterator[int]) -> None:
     for chunk, rows in enumerate(chunks):
-        values = [(next(ids), BATCH_ID, chunk, "USD", *row[1:]) for row in rows]
+        values = [(next(ids), BATCH_ID, chunk, "USD", *row) for row in rows]
         with engine.begin() as connection:
             load_charges(connection, values)
 

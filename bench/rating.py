@@ -71,14 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     def decimal_chunk() -> None:
         for index, blob in enumerate(blobs):
             payload = decode_chunk(blob)
-            charges = [(line, tx.occurred_at, decimal.rate(tx)) for line, tx in payload.rows]
+            charges = [(tx.occurred_at, decimal.rate(tx)) for _, tx in payload.rows]
             encode_result(
                 batch_id="bench",
                 chunk=index,
                 currency=book.currency,
                 pricebook_version="v",
                 charges=charges,
-                subtotals=subtotals(charge for _, _, charge in charges),
+                subtotals=subtotals(charge for _, charge in charges),
             )
 
     def integer_chunk() -> None:

@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import count
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from bench.charge_load import postgres_database, rated_results
 from bench.report import Cell, Report, base_parser
 from controller.reconciliation import applied_id_checksum, reconcile, scan_charges
 from controller.reducer import apply_rows
-from shared.contracts.chunk_result import COLUMNS
+from shared.contracts.chunk_result import COLUMNS, ResultRow
 from shared.domain.charges import INVOICE_SUMS
 from shared.domain.transactions import (
     ID_CHECKSUM_MODULUS,
@@ -54,9 +55,9 @@ from shared.warehouse import Batch, Charge, Invoice, make_engine, upgrade
 BATCH_ID = "reconciliation"
 #: Ids fetched per round trip by the per-row checksum (what the close used).
 YIELD_PER = 10_000
-_ID = COLUMNS.index("transaction_id")
-_QUANTITY = COLUMNS.index("quantity")
-Results = list[tuple[list[list[Any]], dict[str, list[int]]]]
+_id = itemgetter(COLUMNS.index("transaction_id"))
+_quantity = itemgetter(COLUMNS.index("quantity"))
+Results = list[tuple[list[ResultRow], dict[str, list[int]]]]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -140,7 +141,7 @@ def _best_of(steps: dict[str, Callable[[], object]], rounds: int) -> dict[str, t
 
 def _apply_side_hashing(results: Results, transactions: int, rounds: int) -> list[Cell]:
     """What the reducer now pays per chunk instead: one blake2b per id it loads."""
-    chunks = [[row[_ID] for row in rows] for rows, _ in results]
+    chunks = [[_id(row) for row in rows] for rows, _ in results]
     best = _best_of({"hash": lambda: [id_checksum_of(ids) for ids in chunks]}, rounds)["hash"]
     return ["(apply)", "partial checksum per chunk", *(s * 1e6 / transactions for s in best)]
 
@@ -223,7 +224,7 @@ def _control_totals(results: Results) -> ControlTotals:
     builder = ControlTotalsBuilder()
     for rows, _ in results:
         for row in rows:
-            builder.add(row[_ID], row[_QUANTITY])
+            builder.add(_id(row), _quantity(row))
     return builder.build()
 
 

@@ -11,12 +11,12 @@ drivers' own bulk paths cost a fraction of that:
   and steps every row in C.
 
 Rows are tuples in :data:`COLUMNS` order, ready for the database: integers and strings,
-and ``occurred_at`` still the RFC 3339 text the batch file spelled (``2024-06-01T12:00:00Z``,
-``…T14:00:00.250+02:00``, at most 6 fractional digits). The database parses it: PostgreSQL
-reads it into ``timestamptz``; on SQLite the ``INSERT`` converts it to UTC with
-``strftime`` and appends the fraction, giving exactly the text SQLAlchemy's ``DateTime``
-stores there (``2024-06-01 12:00:00.000000``), so the ORM reads these rows back like any
-other.
+and ``occurred_at`` already the UTC text the warehouse stores
+(:mod:`shared.domain.utc_text`: ``2024-06-01 12:00:00.250000``), which the processor
+wrote. SQLite stores it as it is: exactly the text SQLAlchemy's ``DateTime`` stores there,
+so the ORM reads these rows back like any other. PostgreSQL reads it into ``timestamptz``
+in the transaction's time zone, which the loader sets to UTC (``SET LOCAL``: the rest of
+the connection's life keeps its own).
 
 Both paths run on the caller's SQLAlchemy connection, inside its transaction, so the
 reducer's applied mark, its charges and its invoice sums still commit or roll back as one.
@@ -37,47 +37,15 @@ from shared.domain.charges import CHARGE_FIELDS
 #: The order of a charge row's values: where the charge belongs, then the rated charge.
 COLUMNS = ("order_id", "batch_id", "chunk", "currency", "occurred_at", *CHARGE_FIELDS)
 ChargeRow = Sequence[Any]
-"""One charge: values in :data:`COLUMNS` order, ``occurred_at`` as RFC 3339 text."""
+"""One charge: values in :data:`COLUMNS` order, ``occurred_at`` as the warehouse's UTC text."""
 
 _TABLE = "charges"
 _COLUMN_LIST = ", ".join(COLUMNS)
 _COPY = f"COPY {_TABLE} ({_COLUMN_LIST}) FROM STDIN"
 
 
-def _sqlite_utc_text(parameter: str) -> str:
-    """SQL turning the RFC 3339 text ``parameter`` into SQLAlchemy's SQLite ``DateTime`` text.
-
-    ``strftime`` gets the local date and time in whole seconds and the offset as a
-    ``minutes`` modifier: SQLite's own offset syntax stops at ±14:00, where the batch file
-    allows up to ±23:59, and its fraction is read to milliseconds and rounded (``59.9999``
-    would become the next minute). The fraction is therefore copied from the text instead
-    (character 20 is its ``.``; the offset is the last 1 or 6 characters) and padded to
-    microseconds: an offset, being whole minutes, never changes it.
-    """
-    p = parameter
-    zulu = f"substr({p}, -1) = 'Z'"
-    to_utc = (
-        f"CASE WHEN {zulu} THEN '+0 minutes' ELSE "
-        f"(CASE substr({p}, -6, 1) WHEN '+' THEN '-' ELSE '+' END) "
-        f"|| (substr({p}, -5, 2) * 60 + substr({p}, -2, 2)) || ' minutes' END"
-    )
-    fraction = (
-        f"CASE WHEN substr({p}, 20, 1) = '.' "
-        f"THEN substr({p}, 21, length({p}) - 20 - CASE WHEN {zulu} THEN 1 ELSE 6 END) "
-        "ELSE '' END"
-    )
-    seconds = f"strftime('%Y-%m-%d %H:%M:%S', substr({p}, 1, 19), {to_utc})"
-    return f"{seconds} || '.' || substr({fraction} || '000000', 1, 6)"
-
-
-def _sqlite_insert() -> str:
-    values = [f"?{index}" for index in range(1, len(COLUMNS) + 1)]
-    at = COLUMNS.index("occurred_at")
-    values[at] = _sqlite_utc_text(values[at])
-    return f"INSERT INTO {_TABLE} ({_COLUMN_LIST}) VALUES ({', '.join(values)})"
-
-
-_SQLITE_INSERT = _sqlite_insert()
+_SQLITE_INSERT = f"INSERT INTO {_TABLE} ({_COLUMN_LIST}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_UTC = "SET LOCAL TIME ZONE 'UTC'"
 
 
 def load_charges(connection: Connection, rows: Iterable[ChargeRow]) -> None:
@@ -94,10 +62,12 @@ def load_charges(connection: Connection, rows: Iterable[ChargeRow]) -> None:
         )
     try:
         if dialect.name == "postgresql":
-            with dbapi_connection.cursor() as cursor, cursor.copy(statement) as copy:
-                write_row = copy.write_row
-                for row in rows:
-                    write_row(row)
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute(_UTC)
+                with cursor.copy(statement) as copy:
+                    write_row = copy.write_row
+                    for row in rows:
+                        write_row(row)
         else:
             cursor = dbapi_connection.cursor()
             try:

@@ -28,7 +28,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from operator import attrgetter
+from itertools import repeat
+from operator import add, attrgetter, itemgetter
 from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, Insert, Table, exists, insert, select
@@ -36,9 +37,10 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 
 from controller.charge_loader import load_charges
-from shared.contracts.chunk_result import COLUMNS, ChargeRow
+from shared.contracts.chunk_result import COLUMNS, ChargeRow, ResultRow
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
 from shared.domain.transactions import id_checksum_of
+from shared.domain.utc_text import utc_text
 from shared.warehouse import id_checksum_halves
 from shared.warehouse.models import AppliedChunk, Invoice
 
@@ -46,7 +48,7 @@ log = logging.getLogger(__name__)
 
 _charge_values = attrgetter(*CHARGE_FIELDS)
 _subtotal_values = attrgetter(*INVOICE_SUMS)
-_TRANSACTION_ID = COLUMNS.index("transaction_id")
+_transaction_id = itemgetter(COLUMNS.index("transaction_id"))
 
 
 class IdSource(Protocol):
@@ -70,7 +72,7 @@ def apply_chunk(
 
     Each ``occurred_at`` must be aware; it is written as UTC text.
     """
-    rows = [[row.line, _utc_text(row.occurred_at), *_charge_values(row.charge)] for row in charges]
+    rows = [(utc_text(row.occurred_at), *_charge_values(row.charge)) for row in charges]
     sums = {s.customer_id: list(_subtotal_values(s)) for s in subtotals}
     return apply_rows(
         engine,
@@ -89,7 +91,7 @@ def apply_rows(
     *,
     batch_id: str,
     chunk: int,
-    rows: Sequence[Sequence[Any]],
+    rows: Sequence[ResultRow],
     subtotals: Mapping[str, Sequence[int]],
     currency: str,
     allocator: IdSource,
@@ -97,8 +99,8 @@ def apply_rows(
 ) -> bool:
     """Apply one chunk's result; ``True`` if this call applied it, ``False`` if it already was.
 
-    ``rows`` are the result's rows (``shared.contracts.chunk_result.COLUMNS``: line, occurred_at as
-    RFC 3339 text, transaction_id, …, total) and ``subtotals`` map each customer of the
+    ``rows`` are the result's rows (``shared.contracts.chunk_result.COLUMNS``: occurred_at as
+    UTC text, transaction_id, …, total) and ``subtotals`` map each customer of the
     chunk to its :data:`INVOICE_SUMS`, summing ``rows``. Either way, once this returns, the
     chunk is in the warehouse exactly once and the result message may be deleted. The
     batch's ``batches`` row must exist (foreign key).
@@ -108,7 +110,7 @@ def apply_rows(
     order_ids = allocator.take(len(rows))
     if len(order_ids) != len(rows):
         raise ValueError(f"{len(order_ids)} order ids for {len(rows)} charges")
-    high, low = id_checksum_halves.split(id_checksum_of(row[_TRANSACTION_ID] for row in rows))
+    high, low = id_checksum_halves.split(id_checksum_of(map(_transaction_id, rows)))
     try:
         with engine.begin() as connection:
             connection.execute(
@@ -123,15 +125,11 @@ def apply_rows(
                 )
             )
             if rows:
-                # One tuple per charge in the loader's column order: the row's values
-                # after its line number are exactly the loader's last twelve columns.
-                load_charges(
-                    connection,
-                    [
-                        (order_id, batch_id, chunk, currency, *row[1:])
-                        for order_id, row in zip(order_ids, rows, strict=True)
-                    ],
-                )
+                # One tuple per charge in the loader's column order: where it belongs,
+                # then the result row, which is exactly the loader's last twelve columns.
+                # Joined by map/zip/add, all in C: no Python code runs per row.
+                where = zip(order_ids, repeat(batch_id), repeat(chunk), repeat(currency))
+                load_charges(connection, map(add, where, rows))
             _add_to_invoices(connection, batch_id, subtotals, currency)
     except IntegrityError:
         # Lost the race to another controller (the mark's key), or something else is
@@ -149,12 +147,6 @@ def is_applied(engine: Engine, batch_id: str, chunk: int) -> bool:
     query = select(exists().where(AppliedChunk.batch_id == batch_id, AppliedChunk.chunk == chunk))
     with engine.connect() as connection:
         return bool(connection.scalar(query))
-
-
-def _utc_text(occurred_at: datetime) -> str:
-    if occurred_at.tzinfo is None:
-        raise ValueError(f"naive datetime {occurred_at.isoformat()}: give it a UTC offset")
-    return occurred_at.astimezone(UTC).isoformat()
 
 
 def _add_to_invoices(

@@ -30,6 +30,7 @@ from math import gcd
 from typing import Any
 
 from shared.domain.pricebook import Pricebook
+from shared.domain.utc_text import utc_text_of
 
 Ratio = tuple[int, int]
 """``numerator / denominator`` with a positive denominator."""
@@ -39,11 +40,12 @@ Figures = tuple[int, int, int, int, int, int]
 
 #: Payload row → result row. A payload row is ``[line, transaction_id, customer_id, sku,
 #: quantity, region, occurred_at]`` (:data:`shared.contracts.chunk_payload.COLUMNS`); a
-#: result row is ``[line, occurred_at, transaction_id, customer_id, sku, region, quantity,
-#: unit_price, gross, discount, net, tax, total]``
-#: (:data:`shared.contracts.chunk_result.COLUMNS`).
+#: result row is ``(occurred_at_utc, transaction_id, customer_id, sku, region, quantity,
+#: unit_price, gross, discount, net, tax, total)``
+#: (:data:`shared.contracts.chunk_result.COLUMNS`), ``occurred_at`` respelled in UTC
+#: (:func:`shared.domain.utc_text.utc_text_of`).
 PayloadRow = Sequence[Any]
-ResultRow = list[Any]
+ResultRow = tuple[Any, ...]
 
 SUBTOTAL_FIGURES = 7
 """lines, quantity, gross, discount, net, tax, total (``chunk_result.SUBTOTAL_COLUMNS``)."""
@@ -116,12 +118,13 @@ class IntegerRater:
 
         Subtotals map a customer id to ``[lines, quantity, gross, discount, net, tax,
         total]``, in order of first appearance. Raises ``KeyError`` for an unknown SKU or
-        region, ``TypeError`` for a row whose quantity is not an integer.
+        region, ``TypeError`` for a row whose quantity is not an integer, ``ValueError`` for
+        an ``occurred_at`` that is not an instant with an offset.
 
         The arithmetic of :meth:`figures` is written out inline: this loop runs for every
         transaction, and a method call per row would cost as much as the arithmetic itself.
         """
-        skus, taxes = self._skus, self._taxes
+        skus, taxes, utc = self._skus, self._taxes, utc_text_of
         results: list[ResultRow] = []
         append = results.append
         sums: dict[str, list[int]] = {}
@@ -151,9 +154,8 @@ class IntegerRater:
                 tax += 1
             total = net + tax
             append(
-                [
-                    line,
-                    occurred_at,
+                (
+                    utc(occurred_at),
                     transaction_id,
                     customer_id,
                     sku,
@@ -165,7 +167,7 @@ class IntegerRater:
                     net,
                     tax,
                     total,
-                ]
+                )
             )
             row = sums.get(customer_id)
             if row is None:

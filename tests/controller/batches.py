@@ -102,14 +102,14 @@ def publish_batch(
     results = storage.container(settings.results_container)
     messages = []
     for index, chunk in enumerate(chunks):
-        charges = [(2 + i, tx.occurred_at, rater.rate(tx)) for i, tx in enumerate(chunk)]
+        charges = [(tx.occurred_at, rater.rate(tx)) for tx in chunk]
         blob = encode_result(
             batch_id=batch_id,
             chunk=index,
             currency=book.currency,
             pricebook_version=book.version_hash(),
             charges=charges,
-            subtotals=subtotals(charge for _, _, charge in charges),
+            subtotals=subtotals(charge for _, charge in charges),
         )
         name = result_blob_name(batch_id, index)
         results.put(name, blob)

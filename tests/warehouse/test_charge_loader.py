@@ -1,25 +1,24 @@
 """The bulk charge loader (COPY on PostgreSQL, executemany on SQLite) against the ORM insert.
 
 Every test runs on SQLite and on PostgreSQL. The loader must store what an ORM insert of
-the same charges stores — the timestamps above all, which it hands to the database as text
-— inside the caller's transaction, and fail the way SQLAlchemy fails.
+the same charges stores — the timestamps above all, which it hands to the database as the
+UTC text the processor wrote — inside the caller's transaction, and fail the way SQLAlchemy
+fails.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from sqlalchemy import Engine, func, insert, select, text
+from sqlalchemy import Engine, event, func, insert, select, text
 from sqlalchemy.exc import IntegrityError
 
-from controller.charge_loader import COLUMNS, _sqlite_utc_text, load_charges
+from controller.charge_loader import COLUMNS, load_charges
+from shared.domain.utc_text import utc_text_of
 from shared.warehouse import Charge, make_engine, upgrade
 from tests.warehouse.conftest import add_batch
 
@@ -49,7 +48,7 @@ def charge_rows(batch_id: str, first_order_id: int = 1) -> list[tuple[Any, ...]]
             "batch_id": batch_id,
             "chunk": 0,
             "currency": "USD",
-            "occurred_at": at,
+            "occurred_at": utc_text_of(at),  # as the processor writes it
             "transaction_id": f"T-{n}",
             "customer_id": f"C-{n % 2}",
             "sku": "SKU-1",
@@ -69,8 +68,8 @@ def charge_rows(batch_id: str, first_order_id: int = 1) -> list[tuple[Any, ...]]
 def orm_insert(engine: Engine, rows: list[tuple[Any, ...]]) -> None:
     """The same rows the way the reducer inserted them before: ORM, aware datetimes."""
     values = [dict(zip(COLUMNS, row, strict=True)) for row in rows]
-    for value in values:
-        value["occurred_at"] = datetime.fromisoformat(value["occurred_at"])
+    for value, spelling in zip(values, TIMESTAMPS, strict=True):
+        value["occurred_at"] = datetime.fromisoformat(spelling)
     with engine.begin() as connection:
         connection.execute(insert(Charge), values)
 
@@ -164,30 +163,32 @@ def test_many_rows_in_one_call(engine: Engine) -> None:
     assert (loaded, ids) == (count, count * (count + 1) // 2)
 
 
-@st.composite
-def rfc3339_spellings(draw: st.DrawFn) -> str:
-    """What the batch file accepts: Z or ±HH:MM, and 0 to 6 fractional digits."""
-    when = draw(
-        st.datetimes(min_value=datetime(1970, 1, 2), max_value=datetime(2200, 12, 30))
-    ).replace(microsecond=0)
-    digits = draw(st.integers(0, 6))
-    fraction = f".{draw(st.integers(0, 10**digits - 1)):0{digits}d}" if digits else ""
-    minutes = draw(st.integers(-(24 * 60 - 1), 24 * 60 - 1))
-    if minutes == 0 and draw(st.booleans()):
-        offset = "Z"
-    else:
-        sign, value = ("-" if minutes < 0 else "+"), abs(minutes)
-        offset = f"{sign}{value // 60:02d}:{value % 60:02d}"
-    return when.isoformat() + fraction + offset
+@pytest.mark.postgres
+def test_postgresql_reads_the_text_in_utc_whatever_the_session_time_zone(
+    postgres_url: str,
+) -> None:
+    url = postgres_url
+    upgrade(url)
+    engine = make_engine(url)
+    # A server or role whose time zone is not UTC: the loader's SET LOCAL must win, for
+    # its own transaction only.
+    event.listen(engine, "connect", _kolkata)
+    try:
+        add_batch(engine, "zoned")
+        with engine.begin() as connection:
+            load_charges(connection, charge_rows("zoned"))
+        with engine.connect() as connection:
+            zone = connection.exec_driver_sql("SHOW TIME ZONE").scalar()
+        at = COLUMNS.index("occurred_at") - 1
+        assert [row[at] for row in stored(engine, "zoned")] == [
+            datetime.fromisoformat(spelling).astimezone(UTC) for spelling in TIMESTAMPS
+        ]
+        assert zone == "Asia/Kolkata"
+    finally:
+        engine.dispose()
 
 
-@settings(max_examples=500, deadline=None)
-@given(rfc3339_spellings())
-def test_the_sqlite_conversion_agrees_with_python_on_any_spelling(spelling: str) -> None:
-    expected = datetime.fromisoformat(spelling).astimezone(UTC)
-    with sqlite3.connect(":memory:") as connection:
-        (converted,) = connection.execute(
-            f"SELECT {_sqlite_utc_text('?1')}", (spelling,)
-        ).fetchone()
-    # SQLAlchemy's SQLite DateTime text: what the ORM would have stored for ``expected``.
-    assert converted == expected.strftime("%Y-%m-%d %H:%M:%S.%f"), spelling
+def _kolkata(dbapi_connection: Any, _record: Any) -> None:
+    with dbapi_connection.cursor() as cursor:
+        cursor.execute("SET TIME ZONE 'Asia/Kolkata'")
+    dbapi_connection.commit()

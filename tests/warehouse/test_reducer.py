@@ -35,7 +35,6 @@ def rated_chunk(chunk: int, size: int = 50) -> list[ChargeRow]:
         tax = net // 5
         charges.append(
             ChargeRow(
-                line=n + 2,
                 occurred_at=datetime(2025, 1, 1, tzinfo=UTC) + timedelta(minutes=n),
                 charge=RatedCharge(
                     transaction_id=f"t{chunk}-{n}",

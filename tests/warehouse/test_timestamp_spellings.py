@@ -1,11 +1,11 @@
 """Every timestamp spelling the batch file accepts lands as the instant Python reads from it.
 
-The processor hands ``occurred_at`` to the warehouse as text, which the database parses.
-PostgreSQL would round a fraction past microseconds (Python truncates it) and refuses
-offsets from 16 hours on; ``decode_chunk_rows`` rewrites those rare spellings in UTC. Here
-a payload with each kind goes the production way — ``decode_chunk_rows``, the integer
-rater, ``apply_rows`` — into SQLite and PostgreSQL, and every charge must read back as
-``datetime.fromisoformat`` of the text the batch file had.
+The processor hands ``occurred_at`` to the warehouse as UTC text with microseconds, which
+the database stores (SQLite) or parses (PostgreSQL, which would round a longer fraction
+where Python truncates it, and refuses offsets from 16 hours on). Here a payload with each
+kind goes the production way — ``decode_chunk_rows``, the integer rater, ``apply_rows`` —
+into SQLite and PostgreSQL, and every charge must read back as ``datetime.fromisoformat``
+of the text the batch file had.
 """
 
 from __future__ import annotations
@@ -79,11 +79,13 @@ def test_every_spelling_lands_as_the_instant_python_reads(engine: Engine) -> Non
     }
 
 
-def test_only_the_spellings_a_warehouse_would_misread_are_rewritten() -> None:
-    texts = [row[6] for row in decode_chunk_rows(payload_blob()).rows]
-    assert texts[-1] == SPELLINGS[-1]
-    assert texts[:-1] == [
-        datetime.fromisoformat(text).astimezone(UTC).isoformat() for text in SPELLINGS[:-1]
+def test_the_payload_keeps_the_files_spelling_and_the_rater_writes_utc_text() -> None:
+    payload_rows = decode_chunk_rows(payload_blob()).rows
+    rated, _ = IntegerRater(sample_pricebook()).rate_rows(payload_rows)
+    assert [row[6] for row in payload_rows] == list(SPELLINGS)
+    assert [row[0] for row in rated] == [
+        datetime.fromisoformat(text).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        for text in SPELLINGS
     ]
 
 

@@ -1,0 +1,131 @@
+"""The chunk result blob: version 2 as the processor writes it, version 1 still read."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from shared.contracts.chunk_result import (
+    COLUMNS,
+    SUBTOTAL_COLUMNS,
+    ChunkResultError,
+    decode_result,
+    decode_result_rows,
+    encode_result,
+    encode_result_rows,
+)
+from shared.domain.charges import CHARGE_FIELDS, RatedCharge, subtotals
+
+CHARGES = [
+    RatedCharge("T-1", "C-1", "SKU", "EU", 3, 100, 300, 0, 300, 60, 360),
+    RatedCharge("T-2", "C-2", "SKU", "EU", 1, 100, 100, 5, 95, 19, 114),
+]
+TIMES = [
+    datetime(2024, 6, 1, 12, 0, 0, 250_000, tzinfo=UTC),
+    datetime(2024, 6, 1, 0, 30, tzinfo=timezone(timedelta(hours=2))),
+]
+
+
+def blob() -> bytes:
+    return encode_result(
+        batch_id="b",
+        chunk=3,
+        currency="EUR",
+        pricebook_version="v1",
+        charges=list(zip(TIMES, CHARGES, strict=True)),
+        subtotals=subtotals(CHARGES),
+    )
+
+
+def document(data: bytes) -> dict[str, Any]:
+    decoded: dict[str, Any] = json.loads(gzip.decompress(data))
+    return decoded
+
+
+def test_rows_are_the_loaders_last_columns_with_utc_text() -> None:
+    rated = decode_result_rows(blob())
+    assert (rated.batch_id, rated.chunk, rated.currency) == ("b", 3, "EUR")
+    assert rated.rows == [
+        ("2024-06-01 12:00:00.250000", "T-1", "C-1", "SKU", "EU", 3, 100, 300, 0, 300, 60, 360),
+        ("2024-05-31 22:30:00.000000", "T-2", "C-2", "SKU", "EU", 1, 100, 100, 5, 95, 19, 114),
+    ]
+    assert rated.subtotals == {
+        "C-1": (1, 3, 300, 0, 300, 60, 360),
+        "C-2": (1, 1, 100, 5, 95, 19, 114),
+    }
+
+
+def test_charge_objects_round_trip_as_aware_utc_datetimes() -> None:
+    rated = decode_result(blob())
+    assert [row.charge for row in rated.charges] == CHARGES
+    assert [row.occurred_at for row in rated.charges] == [t.astimezone(UTC) for t in TIMES]
+    assert rated.subtotals == subtotals(CHARGES)
+
+
+def test_a_version_1_result_of_the_previous_release_is_still_applied() -> None:
+    """What a processor of the previous release wrote: a line first, RFC 3339 text."""
+    rows = [
+        [2, "2024-06-01T12:00:00.25Z", *(getattr(CHARGES[0], f) for f in CHARGE_FIELDS)],
+        [3, "2024-06-01T00:30:00+02:00", *(getattr(CHARGES[1], f) for f in CHARGE_FIELDS)],
+    ]
+    old = {
+        "v": 1,
+        "batch_id": "b",
+        "chunk": 3,
+        "currency": "EUR",
+        "pricebook_version": "v1",
+        "columns": ["line", "occurred_at", *CHARGE_FIELDS],
+        "rows": rows,
+        "subtotal_columns": list(SUBTOTAL_COLUMNS),
+        "subtotals": {"C-1": [1, 3, 300, 0, 300, 60, 360], "C-2": [1, 1, 100, 5, 95, 19, 114]},
+    }
+    data = gzip.compress(json.dumps(old).encode())
+    assert decode_result_rows(data).rows == decode_result_rows(blob()).rows
+
+
+def test_the_rows_are_written_as_arrays_under_their_column_names() -> None:
+    written = document(
+        encode_result_rows(
+            batch_id="b", chunk=0, currency="EUR", pricebook_version="v", rows=[], subtotals={}
+        )
+    )
+    assert written["v"] == 2
+    assert written["columns"] == list(COLUMNS)
+    assert written["columns"][0] == "occurred_at_utc"
+
+
+def _broken(change: str) -> bytes:
+    written = document(blob())
+    if change == "version":
+        written["v"] = 3
+    elif change == "columns":
+        written["columns"] = ["line", *written["columns"]]
+    elif change == "short row":
+        written["rows"][0] = written["rows"][0][:-1]
+    elif change == "text amount":
+        written["rows"][0][-1] = "360"
+    elif change == "subtotal":
+        written["subtotals"]["C-1"] = [1, 2]
+    return gzip.compress(json.dumps(written).encode())
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"not gzip", "not a gzip'd chunk result"),
+        (gzip.compress(b"{not json"), "not a JSON chunk result"),
+        (_broken("version"), "malformed chunk result"),
+        (_broken("columns"), "unexpected result columns"),
+        (_broken("short row"), r"malformed chunk result.*\$\.rows\[0\]"),
+        (_broken("text amount"), r"malformed chunk result.*\$\.rows\[0\]"),
+        (_broken("subtotal"), r"malformed chunk result.*\$\.subtotals"),
+    ],
+    ids=["not gzip", "not json", "future version", "other columns", "short row", "text", "sums"],
+)
+def test_anything_else_is_a_clear_error_that_says_where(data: bytes, message: str) -> None:
+    with pytest.raises(ChunkResultError, match=message):
+        decode_result_rows(data)
