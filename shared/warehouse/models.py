@@ -93,7 +93,11 @@ class Charge(Amounts, Base):
         # No other index: each one costs every insert (migration 0003 says how much).
     )
 
-    order_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    # On SQLite exactly INTEGER, so that it is the table's row id rather than a second
+    # index every insert maintains (migration 0004); the same 64 bits as BIGINT.
+    order_id: Mapped[int] = mapped_column(
+        BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=False
+    )
     batch_id: Mapped[str] = mapped_column(ForeignKey("batches.batch_id"))
     chunk: Mapped[int] = mapped_column(Integer)
     transaction_id: Mapped[str] = mapped_column(String(ID_LENGTH))

@@ -13,7 +13,7 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, insert, inspect, select, update
-from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import IntegrityError, StatementError
 
 from shared.domain.transactions import id_checksum_of
 from shared.warehouse import AppliedChunk, Base, Batch, Charge, make_engine, upgrade
@@ -38,7 +38,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0003"
+    assert current_revision(warehouse_url) == head_revision() == "0004"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -69,7 +69,7 @@ def test_controllers_starting_together_all_upgrade_cleanly(warehouse_url: str) -
         controller.join(timeout=120)
 
     assert [controller.exitcode for controller in controllers] == [0, 0, 0]
-    assert current_revision(warehouse_url) == "0003"
+    assert current_revision(warehouse_url) == "0004"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -89,7 +89,7 @@ def test_threads_of_one_process_may_call_upgrade_together(warehouse_url: str) ->
         thread.join()
 
     assert errors == []
-    assert current_revision(warehouse_url) == "0003"
+    assert current_revision(warehouse_url) == "0004"
 
 
 def test_downgrade_to_nothing_and_back(warehouse_url: str) -> None:
@@ -210,3 +210,54 @@ def _charge_values(*, order_id: int, chunk: int, transaction_id: str) -> dict[st
         "tax": 0,
         "total": 100,
     }
+
+
+def test_revision_0004_makes_the_sqlite_order_id_the_row_id_and_keeps_the_charges(
+    tmp_path: Path,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'warehouse.sqlite3'}"
+    command.upgrade(alembic_config(url), "0003")
+    engine = make_engine(url)
+    try:
+        add_batch(engine, "b-old")
+        with engine.begin() as connection:
+            connection.execute(
+                insert(Charge.__table__),
+                [
+                    _charge_values(order_id=order_id, chunk=0, transaction_id=f"tx-{order_id}")
+                    for order_id in (7, 2**62, 3)
+                ],
+            )
+        assert _charges_indexes(engine) == {"pk", "unique"}
+
+        upgrade(url)
+
+        # The order id is the row id: no index of its own, only the unique key's.
+        assert _charges_indexes(engine) == {"unique"}
+        with engine.connect() as connection:
+            kept = connection.execute(
+                select(Charge.order_id, Charge.transaction_id).order_by(Charge.order_id)
+            ).all()
+            rowids = connection.exec_driver_sql("SELECT rowid FROM charges ORDER BY 1").all()
+        assert kept == [(3, "tx-3"), (7, "tx-7"), (2**62, f"tx-{2**62}")]
+        assert [rowid for (rowid,) in rowids] == [3, 7, 2**62]
+        with pytest.raises(IntegrityError), engine.begin() as connection:  # still unique
+            connection.execute(
+                insert(Charge.__table__),
+                [_charge_values(order_id=8, chunk=1, transaction_id="tx-3")],
+            )
+        with pytest.raises(IntegrityError), engine.begin() as connection:  # still a key
+            connection.execute(
+                insert(Charge.__table__),
+                [_charge_values(order_id=7, chunk=1, transaction_id="tx-new")],
+            )
+    finally:
+        engine.dispose()
+
+
+def _charges_indexes(engine: Engine) -> set[str]:
+    """The kinds of index SQLite keeps for ``charges``: its primary key's, unique keys'."""
+    origins = {"pk": "pk", "u": "unique", "c": "created"}
+    with engine.connect() as connection:
+        rows = connection.exec_driver_sql("PRAGMA index_list(charges)").all()
+    return {origins[row.origin] for row in rows}
