@@ -11,7 +11,7 @@
 2. **Chunk size.** A smaller batch is accepted through the same app in-process at chunk sizes
    500, 1,000, 2,000 and 5,000 (up then down, best of both): intake time, storage requests
    per chunk and per 1,000 transactions (the meter), payload bytes.
-3. **Compression level** of payload blobs: one 2,000-transaction chunk at gzip 0, 1, 6, 9.
+3. **Compression level** of payload blobs: one 2,000-transaction chunk at Zstandard 1, 3, 9, 19.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The claim-check payload of one chunk: its validated transactions, as one gzip'd JSON blob.
+"""The claim-check payload of one chunk: its validated transactions, as one compressed JSON blob.
 
 The initiator writes one payload blob per chunk (``<batch_id>/<chunk:06d>`` in the payloads
 container) and puts only a reference on the work queue (the claim check, docs/patterns.md).
@@ -7,13 +7,11 @@ A processor reads it back with :func:`decode_chunk_rows`, as rows for the rater 
 
 Why this encoding: one JSON document whose rows are arrays (not one object per line) costs a
 single encode and decode call in C per chunk (msgspec, which also checks every row's types
-as it decodes) and no repeated field names, and
-gzip shrinks the repetitive ids and timestamps about four-fold. Level 1 was chosen by
-measurement (``python -m bench.intake`` prints the table): a 2,000-transaction chunk is
-about 175 KB of JSON, which level 1 cuts to 25 % for about 1 ms of compression, level 6 to
-20 % for about 3 ms and level 9 to 20 % for about 11 ms (building the JSON itself takes
-about 1.5-2 ms). The initiator is CPU-bound and payload blobs live only until their batch is
-processed, so the cheap level wins; zlib releases the GIL, so it overlaps with parsing.
+as it decodes) and no repeated field names, and compression shrinks the repetitive ids and
+timestamps about four-fold (:mod:`shared.contracts.blob_compression`: Zstandard level 1,
+``python -m bench.intake`` prints the levels' table). The initiator is CPU-bound and
+payload blobs live only until their batch is processed, so the cheapest level wins; the
+compressor releases the GIL, so it overlaps with parsing.
 
 Each row keeps the transaction's physical line in the batch file, so a processor can name
 the line of a transaction it cannot rate.
@@ -28,13 +26,14 @@ as it rates the row (:mod:`shared.domain.utc_text`).
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
 
+from shared.contracts.blob_compression import DEFAULT_LEVEL, BlobCompressionError, compress
+from shared.contracts.blob_compression import decompress as decompress_blob
 from shared.domain.transactions import Transaction
 
 PAYLOAD_VERSION = 1
@@ -47,8 +46,8 @@ COLUMNS = (
     "region",
     "occurred_at",
 )
-#: gzip level for payload blobs (see the module docstring for the measurement).
-DEFAULT_COMPRESSLEVEL = 1
+#: Compression level for payload blobs (see the module docstring for the measurement).
+DEFAULT_COMPRESSLEVEL = DEFAULT_LEVEL
 
 NumberedTransaction = tuple[int, Transaction]
 """A transaction with its physical line number in the batch file (the header is line 1)."""
@@ -132,8 +131,8 @@ def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -
 
 
 def compress_chunk_json(document: bytes, *, compresslevel: int = DEFAULT_COMPRESSLEVEL) -> bytes:
-    """gzip a :func:`chunk_json` document. ``mtime=0`` keeps equal chunks byte-for-byte equal."""
-    return gzip.compress(document, compresslevel=compresslevel, mtime=0)
+    """Compress a :func:`chunk_json` document (equal chunks give equal bytes)."""
+    return compress(document, level=compresslevel)
 
 
 def decode_chunk(data: bytes) -> ChunkPayload:
@@ -172,9 +171,9 @@ def decode_chunk_rows(data: bytes) -> ChunkRows:
 def _document(data: bytes) -> _Document:
     """The payload's document, its version, columns and every row's types checked."""
     try:
-        document = _decoder.decode(gzip.decompress(data))
-    except (OSError, EOFError) as exc:
-        raise ChunkPayloadError(f"not a gzip'd JSON chunk payload: {exc}") from None
+        document = _decoder.decode(decompress_blob(data))
+    except BlobCompressionError as exc:
+        raise ChunkPayloadError(f"not a compressed chunk payload: {exc}") from None
     except msgspec.ValidationError as exc:
         raise ChunkPayloadError(f"malformed chunk payload: {exc}") from None
     except msgspec.DecodeError as exc:

@@ -2,8 +2,9 @@
 
 The processor writes it (``<batch_id>/<chunk:06d>`` in the results container) and puts only a
 small :class:`~shared.contracts.messages.ChunkResult` on the output queue; the controller reads it
-back and applies it to the warehouse. One gzip'd JSON document whose rows are arrays, so a
-chunk costs one encode and one decode call each way, both in C (msgspec): the decoder
+back and applies it to the warehouse. One compressed JSON document whose rows are arrays
+(compressed as payloads are, :mod:`shared.contracts.blob_compression`), so a chunk costs
+one encode and one decode call each way, both in C (msgspec): the decoder
 checks every row's shape and types as it builds it, where ``json.loads`` followed by a
 Python check cost about 2 µs a row in the controller.
 
@@ -17,7 +18,6 @@ rolling upgrade.
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,6 +26,7 @@ from typing import Any
 
 import msgspec
 
+from shared.contracts.blob_compression import BlobCompressionError, compress, decompress
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.utc_text import utc_text, utc_text_of
 
@@ -154,7 +155,7 @@ def encode_result_rows(
         "subtotal_columns": SUBTOTAL_COLUMNS,
         "subtotals": subtotals,
     }
-    return gzip.compress(_encoder.encode(document), compresslevel=1, mtime=0)
+    return compress(_encoder.encode(document))
 
 
 def decode_result(data: bytes) -> RatedChunk:
@@ -184,9 +185,9 @@ def decode_result_rows(data: bytes) -> RatedRows:
     checked against the processor's message already, and the warehouse refuses the rest.
     """
     try:
-        document = _decoder.decode(gzip.decompress(data))
-    except (OSError, EOFError) as exc:
-        raise ChunkResultError(f"not a gzip'd chunk result: {exc}") from None
+        document = _decoder.decode(decompress(data))
+    except BlobCompressionError as exc:
+        raise ChunkResultError(f"not a compressed chunk result: {exc}") from None
     except msgspec.ValidationError as exc:
         raise ChunkResultError(f"malformed chunk result: {exc}") from None
     except msgspec.DecodeError as exc:

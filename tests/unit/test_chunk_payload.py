@@ -8,11 +8,13 @@ from datetime import datetime
 
 import pytest
 
+from shared.contracts.blob_compression import compress, decompress
 from shared.contracts.chunk_payload import (
     ChunkPayloadError,
     chunk_json,
     compress_chunk_json,
     decode_chunk,
+    decode_chunk_rows,
     encode_chunk,
     payload_blob_name,
 )
@@ -55,7 +57,7 @@ def test_round_trip_keeps_lines_values_and_offsets() -> None:
 
 
 def blob_timestamps(data: bytes) -> list[str]:
-    document = json.loads(gzip.decompress(data))
+    document = json.loads(decompress(data))
     return [row[document["columns"].index("occurred_at")] for row in document["rows"]]
 
 
@@ -88,13 +90,15 @@ def test_encoding_is_deterministic_and_compressed() -> None:
     many = ROWS * 500
     first, second = encode_chunk("b", 0, many), encode_chunk("b", 0, many)
     assert first == second
-    assert len(first) < len(gzip.decompress(first)) / 4
+    assert len(first) < len(decompress(first)) / 4
 
 
-def test_the_blob_is_the_json_document_gzipped_in_two_steps() -> None:
+def test_the_blob_is_the_json_document_compressed_in_two_steps() -> None:
     document = chunk_json("batch-1", 7, ROWS)
     assert json.loads(document)["rows"][0][:2] == [2, "tx-1"]
-    assert gzip.decompress(encode_chunk("batch-1", 7, ROWS)) == document
+    blob = encode_chunk("batch-1", 7, ROWS)
+    assert blob.startswith(b"\x28\xb5\x2f\xfd")  # a Zstandard frame
+    assert decompress(blob) == document
     assert compress_chunk_json(document) == encode_chunk("batch-1", 7, ROWS)
 
 
@@ -106,14 +110,36 @@ def test_blob_names_sort_in_chunk_order() -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        b"not gzip",
+        b"not compressed",
         gzip.compress(b"not json"),
         gzip.compress(json.dumps({"v": 2, "rows": []}).encode()),
         gzip.compress(json.dumps({"v": 1, "columns": ["line"], "rows": []}).encode()),
         gzip.compress(json.dumps([1, 2]).encode()),
     ],
-    ids=["not gzip", "not json", "future version", "other columns", "not an object"],
+    ids=["not compressed", "not json", "future version", "other columns", "not an object"],
 )
 def test_anything_else_is_a_clear_error(data: bytes) -> None:
     with pytest.raises(ChunkPayloadError):
         decode_chunk(data)
+
+
+def test_a_gzip_payload_of_the_previous_release_is_still_read() -> None:
+    document = chunk_json("batch-1", 7, ROWS)
+    assert (
+        decode_chunk(gzip.compress(document)).rows
+        == decode_chunk(encode_chunk("batch-1", 7, ROWS)).rows
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [("quantity", r"\$\.rows\[0\]\[4\]"), ("width", r"\$\.rows\[0\]")],
+)
+def test_a_row_of_the_wrong_type_or_width_is_refused_saying_where(change: str, where: str) -> None:
+    document = json.loads(chunk_json("b", 0, ROWS))
+    if change == "quantity":
+        document["rows"][0][4] = "3"
+    else:
+        document["rows"][0] = document["rows"][0][:-1]
+    with pytest.raises(ChunkPayloadError, match=f"malformed chunk payload.*{where}"):
+        decode_chunk_rows(compress(json.dumps(document).encode()))

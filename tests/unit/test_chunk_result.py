@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from shared.contracts.blob_compression import compress, decompress
 from shared.contracts.chunk_result import (
     COLUMNS,
     SUBTOTAL_COLUMNS,
@@ -42,7 +43,7 @@ def blob() -> bytes:
 
 
 def document(data: bytes) -> dict[str, Any]:
-    decoded: dict[str, Any] = json.loads(gzip.decompress(data))
+    decoded: dict[str, Any] = json.loads(decompress(data))
     return decoded
 
 
@@ -83,7 +84,7 @@ def test_a_version_1_result_of_the_previous_release_is_still_applied() -> None:
         "subtotal_columns": list(SUBTOTAL_COLUMNS),
         "subtotals": {"C-1": [1, 3, 300, 0, 300, 60, 360], "C-2": [1, 1, 100, 5, 95, 19, 114]},
     }
-    data = gzip.compress(json.dumps(old).encode())
+    data = gzip.compress(json.dumps(old).encode())  # the previous release wrote gzip
     assert decode_result_rows(data).rows == decode_result_rows(blob()).rows
 
 
@@ -110,21 +111,31 @@ def _broken(change: str) -> bytes:
         written["rows"][0][-1] = "360"
     elif change == "subtotal":
         written["subtotals"]["C-1"] = [1, 2]
-    return gzip.compress(json.dumps(written).encode())
+    return compress(json.dumps(written).encode())
 
 
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        (b"not gzip", "not a gzip'd chunk result"),
-        (gzip.compress(b"{not json"), "not a JSON chunk result"),
+        (b"not compressed", "not a compressed chunk result: neither"),
+        (compress(b"{not json"), "not a JSON chunk result"),
+        (compress(b"{}")[:-3], "not a compressed chunk result: a damaged"),
         (_broken("version"), "malformed chunk result"),
         (_broken("columns"), "unexpected result columns"),
         (_broken("short row"), r"malformed chunk result.*\$\.rows\[0\]"),
         (_broken("text amount"), r"malformed chunk result.*\$\.rows\[0\]"),
         (_broken("subtotal"), r"malformed chunk result.*\$\.subtotals"),
     ],
-    ids=["not gzip", "not json", "future version", "other columns", "short row", "text", "sums"],
+    ids=[
+        "not compressed",
+        "not json",
+        "truncated",
+        "future version",
+        "other columns",
+        "short row",
+        "text",
+        "sums",
+    ],
 )
 def test_anything_else_is_a_clear_error_that_says_where(data: bytes, message: str) -> None:
     with pytest.raises(ChunkResultError, match=message):

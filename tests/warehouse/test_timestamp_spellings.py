@@ -10,7 +10,6 @@ of the text the batch file had.
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
 from datetime import UTC, datetime
@@ -20,6 +19,7 @@ from sqlalchemy import Engine, select
 
 from controller.reducer import apply_rows
 from processor.integer_rater import IntegerRater
+from shared.contracts.blob_compression import compress, decompress
 from shared.contracts.chunk_payload import ChunkPayloadError, decode_chunk_rows, encode_chunk
 from shared.domain.pricebook import sample_pricebook
 from shared.domain.transactions import Transaction
@@ -90,8 +90,8 @@ def test_the_payload_keeps_the_files_spelling_and_the_rater_writes_utc_text() ->
 
 
 def test_a_row_without_a_timestamp_is_a_payload_error() -> None:
-    document = json.loads(gzip.decompress(payload_blob()))
+    document = json.loads(decompress(payload_blob()))
     document["rows"][0] = document["rows"][0][:3]
-    broken = gzip.compress(json.dumps(document).encode())
+    broken = compress(json.dumps(document).encode())
     with pytest.raises(ChunkPayloadError, match="malformed chunk payload"):
         decode_chunk_rows(broken)
