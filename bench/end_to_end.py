@@ -18,7 +18,7 @@ random seed 7), in one run:
   the same backend.
 
 The ratio end-to-end / bare says what distribution costs (or, with more cores, gains) on
-this machine: queues, blobs, a trigger, JSON and gzip on every chunk, three roles sharing
+this machine: queues, blobs, a trigger, JSON and compression on every chunk, three roles sharing
 the cores.
 """
 

@@ -18,8 +18,6 @@ of a few rounds, the two raters alternating:
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -56,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  parsing {transactions:,} transactions", file=sys.stderr)
     chunks = _chunks(book, transactions, chunk_size)
     blobs = [encode_chunk("bench", index, rows) for index, rows in enumerate(chunks)]
-    payload_rows = [json.loads(gzip.decompress(blob))["rows"] for blob in blobs]
+    payload_rows = [decode_chunk_rows(blob).rows for blob in blobs]
     transactions_in = [[tx for _, tx in rows] for rows in chunks]
     decimal, integer = Rater(book), IntegerRater(book)
 
