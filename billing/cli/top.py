@@ -154,12 +154,15 @@ def queue_table(queues: list[dict[str, Any]], sample: dict[str, Any]) -> Table:
 
 def processor_table(processors: list[dict[str, Any]]) -> Table:
     table = Table(
-        title="Processors (threads: active / started)", title_justify="left", box=box.SIMPLE_HEAD
+        title="Processors (threads: active / started; peak: most active at once since the "
+        "previous beat)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
     )
     table.add_column("instance", no_wrap=True)
     table.add_column("threads", justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
-    for name in ("depth", "in flight", "chunks", "rated", "errors", "beat"):
+    for name in ("peak", "depth", "in flight", "chunks", "rated", "errors", "beat"):
         table.add_column(name, justify="right", no_wrap=True)
     for p in processors:
         widest = max(p["total_threads"], 1)
@@ -167,6 +170,7 @@ def processor_table(processors: list[dict[str, Any]]) -> Table:
             p["instance"],
             f"{p['active_threads']}/{p['total_threads']}",
             ProgressBar(total=widest, completed=p["active_threads"], width=8),
+            _count(p.get("peak_active_threads", p["active_threads"])),  # an older initiator
             _count(p["queue_depth"]),
             _count(p["in_flight"]),
             _count(p["handled"]),

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from shared.listener.heartbeat import HEARTBEAT_IDLE_SECONDS
 from shared.storage.ports import Table
@@ -35,8 +36,14 @@ class ProcessorInstance(BaseModel):
     status: str
     taken_at: datetime
     beat_age_seconds: float = Field(default=0.0, description="how long ago the last beat was")
-    active_threads: int = 0
-    total_threads: int = 0
+    active_threads: int = Field(default=0, description="dequeue threads running at the beat")
+    peak_active_threads: int = Field(
+        default=0,
+        description="the most dequeue threads running at once since the instance's previous "
+        "beat (threads can start and retire between two beats); a beat from a processor "
+        "older than this field reads as active_threads",
+    )
+    total_threads: int = Field(default=0, description="dequeue threads started since it started")
     queue_depth: int = 0
     in_flight: int = 0
     handled: int = 0
@@ -48,6 +55,15 @@ class ProcessorInstance(BaseModel):
         default_factory=dict,
         description="its process's storage requests by kind, since the process started",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _peak_of_an_older_beat(cls, data: Any) -> Any:
+        # A processor from before the peak was written (a rolling upgrade): its current
+        # count is the best figure there is.
+        if isinstance(data, dict) and "peak_active_threads" not in data:
+            return {**data, "peak_active_threads": data.get("active_threads", 0)}
+        return data
 
     @field_validator("storage_requests", mode="before")
     @classmethod

@@ -23,8 +23,12 @@ class ProcessorThreads(BaseModel):
     """One processor instance's dequeue threads, as of its last heartbeat."""
 
     instance: str
-    active: int
-    total: int
+    active: int = Field(description="dequeue threads running at the beat")
+    peak_active: int = Field(
+        description="the most dequeue threads running at once since the instance's previous "
+        "beat: what the chart plots, since threads can start and retire between two beats"
+    )
+    total: int = Field(description="dequeue threads started since the instance started")
     queue_depth: int = Field(description="the depth the instance itself last saw")
     beat_age_seconds: float = Field(description="age of the heartbeat, when sampled")
 

@@ -134,6 +134,7 @@ class Sampler:
                 ProcessorThreads(
                     instance=p.instance,
                     active=p.active_threads,
+                    peak_active=p.peak_active_threads,
                     total=p.total_threads,
                     queue_depth=p.queue_depth,
                     beat_age_seconds=p.beat_age_seconds,

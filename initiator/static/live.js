@@ -105,7 +105,9 @@ function otherQueueSeries(samples, queues) {
   return series;
 }
 
-// Per instance: active threads (solid) and threads started since it started (dashed).
+// Per instance: the most threads active at once over each beat's interval (solid; the count
+// at the beat alone misses threads that start and retire between two beats) and the threads
+// started since it started (dashed).
 function threadSeries(samples) {
   const instances = [...new Set(samples.flatMap((s) => s.processors.map((p) => p.instance)))].sort();
   return instances.flatMap((instance, index) => {
@@ -114,7 +116,11 @@ function threadSeries(samples) {
       .map((s) => [s.time, s.processors.find((p) => p.instance === instance)])
       .filter(([, p]) => p);
     return [
-      { label: `${instance} active`, color, points: readings.map(([t, p]) => [t, p.active]) },
+      {
+        label: `${instance} active (peak per beat)`,
+        color,
+        points: readings.map(([t, p]) => [t, p.peak_active]),
+      },
       { label: `${instance} started`, color, dashed: true, points: readings.map(([t, p]) => [t, p.total]) },
     ];
   });

@@ -9,6 +9,11 @@ with ``status == "stopped"``, as gone. A change of the thread count or of the qu
 is written early (at most once per ``prompt_interval``), so that readers see threads scale
 and queues drain as they happen, not minutes later. Each write is also logged, which gives
 the periodic state log for free.
+
+Each entity carries, besides the threads active at that moment, ``peak_active_threads``:
+the most active at once since the previous entity. Threads that start and retire between
+two beats show there, and a beat whose peak was above the threads now running is followed
+by a prompt one, so a reader sees the peak come back down too.
 """
 
 from __future__ import annotations
@@ -68,7 +73,8 @@ class Heartbeat:
         self._started_at = datetime.now(UTC)
         self._last_write: float | None = None
         self._last_progress: tuple[int, int, int] | None = None
-        self._last_shape: tuple[int, int, int] | None = None  # threads, total, depth
+        self._last_shape: tuple[int, int, int, int] | None = None
+        self._unwritten_peak = 0  # taken for a write that failed: the next write carries it
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{role}", daemon=True)
 
@@ -111,6 +117,7 @@ class Heartbeat:
             "queue_depth": snapshot.queue_depth,
             "queue_depths": json.dumps(snapshot.queue_depths, sort_keys=True),
             "active_threads": snapshot.active_threads,
+            "peak_active_threads": snapshot.peak_active_threads,
             "total_threads": snapshot.total_threads,
             "retired_threads": snapshot.retired_threads,
             "in_flight": snapshot.in_flight,
@@ -130,18 +137,24 @@ class Heartbeat:
         return Entity(partition_key=self.role, row_key=self.instance_id, properties=properties)
 
     def _write(self, snapshot: ListenerSnapshot, status: str) -> bool:
+        # The peak since the previous entity, taken (and restarted) for this one.
+        peak = max(self._state.take_peak_active(), self._unwritten_peak)
+        snapshot = snapshot.model_copy(update={"peak_active_threads": peak})
         try:
             self.table.upsert(self.entity(snapshot, status))
         except Exception:  # a missed heartbeat must never stop the work
             log.warning("heartbeat of %s failed", self.instance_id, exc_info=True)
+            self._unwritten_peak = peak
             return False
+        self._unwritten_peak = 0
         self._last_write = self._clock()
         self._last_shape = _shape(snapshot)
         log.info(
-            "%s %s: %d threads, depth %d, handled %d, errors %d, poisoned %d, p95 %s ms",
+            "%s %s: %d threads (peak %d), depth %d, handled %d, errors %d, poisoned %d, p95 %s ms",
             self.role,
             self.instance_id,
             snapshot.active_threads,
+            snapshot.peak_active_threads,
             snapshot.queue_depth,
             snapshot.handled,
             snapshot.errors,
@@ -158,6 +171,11 @@ class Heartbeat:
             self.beat_if_due()
 
 
-def _shape(snapshot: ListenerSnapshot) -> tuple[int, int, int]:
-    """What a reader should see change at once: the threads and the depth."""
-    return (snapshot.active_threads, snapshot.total_threads, snapshot.queue_depth)
+def _shape(snapshot: ListenerSnapshot) -> tuple[int, int, int, int]:
+    """What a reader should see change at once: the threads (with their peak) and the depth."""
+    return (
+        snapshot.active_threads,
+        snapshot.peak_active_threads,
+        snapshot.total_threads,
+        snapshot.queue_depth,
+    )

@@ -5,6 +5,11 @@ consistent, immutable :class:`ListenerSnapshot` for logs, ``/metrics``, the hear
 and tests. Latency percentiles come from a sliding window of the most recent handlings (a
 bounded reservoir), so memory stays constant and p95 reflects the current load, not the
 whole history.
+
+Threads can start and retire between two heartbeats, so the count running now may miss a
+whole burst: the state also keeps the peak of active threads since the heartbeat last
+took it (:meth:`ListenerState.take_peak_active`), raised where a thread starts, under the
+lock that guards the count anyway.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ class ListenerSnapshot(BaseModel):
     active_threads: int
     total_threads: int
     retired_threads: int
+    #: the most dequeue threads active at once since the peak was last taken (never below
+    #: ``active_threads``); reading a snapshot does not reset it
+    peak_active_threads: int
     #: messages received and not yet finished (handled, failed, poisoned or abandoned)
     in_flight: int
     handled: int
@@ -56,6 +64,7 @@ class ListenerState:
         self._lock = threading.Lock()
         self._depths: dict[str, int] = {}
         self._active = 0
+        self._peak_active = 0  # since take_peak_active() last reset it
         self._total = 0
         self._retired = 0
         self._in_flight = 0
@@ -74,6 +83,7 @@ class ListenerState:
     def thread_started(self) -> None:
         with self._lock:
             self._active += 1
+            self._peak_active = max(self._peak_active, self._active)
             self._total += 1
             self._safety_poll_only = False
 
@@ -118,6 +128,13 @@ class ListenerState:
         with self._lock:
             return self._active
 
+    def take_peak_active(self) -> int:
+        """The peak of active threads since the last call, which starts a new one from the
+        threads running now (the heartbeat calls it once per beat it writes)."""
+        with self._lock:
+            peak, self._peak_active = self._peak_active, self._active
+            return peak
+
     def snapshot(self) -> ListenerSnapshot:
         with self._lock:
             latencies = sorted(self._latencies)
@@ -128,6 +145,7 @@ class ListenerState:
                 active_threads=self._active,
                 total_threads=self._total,
                 retired_threads=self._retired,
+                peak_active_threads=self._peak_active,
                 in_flight=self._in_flight,
                 handled=self._handled,
                 errors=self._errors,

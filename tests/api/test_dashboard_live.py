@@ -17,7 +17,7 @@ from shared.cost.estimate import requests_cost
 from shared.cost.prices import AzurePrices
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, CSV, Api
-from tests.dashboard.heartbeats import Figures, write_beat
+from tests.dashboard.heartbeats import Figures, write_beat, write_older_beat
 
 pytestmark = pytest.mark.anyio
 
@@ -66,6 +66,7 @@ async def test_live_shows_every_queue_the_batch_and_the_processors(api: Api) -> 
         {
             "instance": "proc-a",
             "active": 2,
+            "peak_active": 3,  # all three ran at once before one retired
             "total": 3,
             "queue_depth": 7,
             "beat_age_seconds": pytest.approx(latest["processors"][0]["beat_age_seconds"]),
@@ -81,6 +82,24 @@ async def test_live_shows_every_queue_the_batch_and_the_processors(api: Api) -> 
     assert processor["beat_age_seconds"] >= 0
     assert body["age_seconds"] >= 0
     assert body["sample_seconds"] == sampler_of(api).interval
+
+
+async def test_samples_carry_each_beats_peak_and_an_older_beat_reads_as_its_count(
+    api: Api,
+) -> None:
+    table = api.services.storage.table(api.settings.heartbeats_table)
+    write_beat(table, "proc-new", Figures(active_threads=0, total_threads=4))  # a burst, gone
+    write_older_beat(table, "proc-old", Figures(active_threads=2, total_threads=5))
+    sampler_of(api).sample_once()
+
+    body = await live(api)
+
+    threads = {p["instance"]: p for p in body["samples"][-1]["processors"]}
+    assert (threads["proc-new"]["active"], threads["proc-new"]["peak_active"]) == (0, 4)
+    assert (threads["proc-old"]["active"], threads["proc-old"]["peak_active"]) == (2, 2)
+    processors = {p["instance"]: p for p in body["processors"]}
+    assert processors["proc-new"]["peak_active_threads"] == 4
+    assert processors["proc-old"]["peak_active_threads"] == 2
 
 
 async def test_a_poll_after_a_seq_gets_only_newer_samples(api: Api) -> None:
@@ -138,6 +157,13 @@ async def test_live_is_in_the_openapi_document(api: Api) -> None:
     assert [p["name"] for p in operation["parameters"]] == ["after"]
     assert "LiveView" in document["components"]["schemas"]
     assert "Sample" in document["components"]["schemas"]
+    schemas = document["components"]["schemas"]
+    assert (
+        "previous beat" in schemas["ProcessorThreads"]["properties"]["peak_active"]["description"]
+    )
+    assert (
+        "older" in schemas["ProcessorInstance"]["properties"]["peak_active_threads"]["description"]
+    )
 
 
 async def test_after_an_unwatched_spell_a_viewer_gets_a_new_reading(api: Api) -> None:

@@ -85,6 +85,59 @@ def test_the_entity_carries_the_snapshot() -> None:
     assert None not in props.values()  # tables cannot store null
 
 
+def burst(state: ListenerState, threads: int) -> None:
+    """Threads that start and all retire again before the next beat."""
+    for _ in range(threads):
+        state.thread_started()
+    for _ in range(threads):
+        state.thread_ended(retired=True)
+
+
+def test_each_beat_carries_the_peak_of_threads_since_the_previous_one() -> None:
+    clock = [0.0]
+    beat, state, table = make(clock)
+    assert beat.beat_if_due()
+    burst(state, 3)
+    clock[0] += 1
+    assert beat.beat_if_due()  # the threads came and went: written promptly
+    clock[0] += 1
+    assert beat.beat_if_due()  # the peak came back down: written promptly too
+    clock[0] += 1
+    assert not beat.beat_if_due()  # nothing changed since
+    state.thread_started()  # one thread that runs over a beat, then retires
+    clock[0] += 1
+    assert beat.beat_if_due()
+    state.thread_ended(retired=True)
+    clock[0] += 1
+    assert beat.beat_if_due()
+    clock[0] += 1
+    assert beat.beat_if_due()
+
+    figures = [
+        (w.properties["active_threads"], w.properties["peak_active_threads"]) for w in table.writes
+    ]
+    assert figures == [(0, 0), (0, 3), (0, 0), (1, 1), (0, 1), (0, 0)]
+
+
+def test_a_peak_taken_for_a_failed_write_goes_with_the_next_one() -> None:
+    clock = [0.0]
+    beat, state, table = make(clock)
+    failing = [True]
+    record = table.upsert
+
+    def upsert(entity: Entity) -> Entity:
+        if failing[0]:
+            raise ConnectionError("table service down")
+        return record(entity)
+
+    table.upsert = upsert  # type: ignore[method-assign]
+    burst(state, 2)
+    assert not beat.beat_if_due()
+    failing[0] = False
+    assert beat.beat_if_due()
+    assert table.writes[-1].properties["peak_active_threads"] == 2
+
+
 def test_the_thread_beats_and_stop_marks_the_instance_stopped() -> None:
     state = ListenerState()
     table = RecordingTable()

@@ -67,3 +67,29 @@ def test_counters_are_thread_safe() -> None:
         thread.join()
     snap = state.snapshot()
     assert (snap.handled, snap.in_flight) == (8000, 0)
+
+
+def test_threads_that_start_and_retire_between_two_takes_still_show_in_the_peak() -> None:
+    state = ListenerState()
+    state.thread_started()
+    state.thread_started()
+    state.thread_started()
+    state.thread_ended(retired=True)
+    state.thread_ended(retired=True)
+    state.thread_started()
+    state.thread_ended(retired=False)
+    state.thread_ended(retired=True)  # a burst of three at once, all gone again
+
+    snap = state.snapshot()
+    assert (snap.active_threads, snap.peak_active_threads) == (0, 3)
+    assert state.snapshot().peak_active_threads == 3  # reading a snapshot does not reset it
+    assert state.take_peak_active() == 3
+    # Taking it starts a new peak from the threads running now.
+    assert state.take_peak_active() == 0
+    assert state.snapshot().peak_active_threads == 0
+    state.thread_started()
+    assert state.take_peak_active() == 1
+    assert state.take_peak_active() == 1  # still running: the next interval's peak is 1
+    state.thread_ended(retired=True)
+    assert state.take_peak_active() == 1
+    assert state.take_peak_active() == 0

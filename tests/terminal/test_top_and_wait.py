@@ -123,6 +123,8 @@ def test_top_draws_queues_processors_and_batches_and_quits_on_q(deployment: Depl
         assert re.search(r"normal\s+\d+\s+\d+\s+\d+", frame)  # two partitions and the total
         assert "results" in frame
         assert "poison (all)" in frame
+        # Each processor's peak of active threads since its previous beat, beside the count.
+        assert re.search(r"instance\s+threads\s+peak\s+depth", frame), frame
 
         batch = deployment.folder / "top.csv"
         write_batch_file(batch, TRANSACTIONS, customers=200, seed=4, file_format="csv")
