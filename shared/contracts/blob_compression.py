@@ -16,8 +16,12 @@ decompressing allocates; the blob's sha256 was checked against its message befor
 from __future__ import annotations
 
 import gzip
+from typing import TypeVar
 
+import msgspec
 import zstandard
+
+Document = TypeVar("Document")
 
 #: Zstandard level for payload and result blobs (see the module docstring).
 DEFAULT_LEVEL = 1
@@ -45,3 +49,21 @@ def decompress(data: bytes) -> bytes:
     except (zstandard.ZstdError, OSError, EOFError) as exc:
         raise BlobCompressionError(f"a damaged compressed blob: {exc}") from None
     raise BlobCompressionError("neither Zstandard nor gzip")
+
+
+def decode_document(
+    data: bytes, decoder: msgspec.json.Decoder[Document], error: type[ValueError], what: str
+) -> Document:
+    """Decompress ``data`` and decode its JSON with ``decoder`` (which checks every type).
+
+    Any failure is raised as ``error``, saying what ``data`` is not (``what``: "chunk
+    payload") and, for a value of the wrong type or shape, where (``$.rows[3][4]``).
+    """
+    try:
+        return decoder.decode(decompress(data))
+    except BlobCompressionError as exc:
+        raise error(f"not a compressed {what}: {exc}") from None
+    except msgspec.ValidationError as exc:
+        raise error(f"malformed {what}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise error(f"not a JSON {what}: {exc}") from None

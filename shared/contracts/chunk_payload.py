@@ -32,8 +32,7 @@ from datetime import datetime
 
 import msgspec
 
-from shared.contracts.blob_compression import DEFAULT_LEVEL, BlobCompressionError, compress
-from shared.contracts.blob_compression import decompress as decompress_blob
+from shared.contracts.blob_compression import DEFAULT_LEVEL, compress, decode_document
 from shared.domain.transactions import Transaction
 
 PAYLOAD_VERSION = 1
@@ -170,14 +169,7 @@ def decode_chunk_rows(data: bytes) -> ChunkRows:
 
 def _document(data: bytes) -> _Document:
     """The payload's document, its version, columns and every row's types checked."""
-    try:
-        document = _decoder.decode(decompress_blob(data))
-    except BlobCompressionError as exc:
-        raise ChunkPayloadError(f"not a compressed chunk payload: {exc}") from None
-    except msgspec.ValidationError as exc:
-        raise ChunkPayloadError(f"malformed chunk payload: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ChunkPayloadError(f"not a JSON chunk payload: {exc}") from None
+    document = decode_document(data, _decoder, ChunkPayloadError, "chunk payload")
     if document.columns != COLUMNS:
         raise ChunkPayloadError(f"unexpected payload columns {list(document.columns)!r}")
     return document

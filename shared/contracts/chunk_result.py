@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from shared.contracts.blob_compression import BlobCompressionError, compress, decompress
+from shared.contracts.blob_compression import compress, decode_document
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.utc_text import utc_text, utc_text_of
 
@@ -50,26 +50,24 @@ class ChunkResultError(ValueError):
     """A result blob that is not a chunk result of a version this code understands."""
 
 
-class _Document(msgspec.Struct, frozen=True, tag_field="v", tag=RESULT_VERSION):
+class _Header(msgspec.Struct, frozen=True, tag_field="v"):
+    """What every version's document holds besides its rows."""
+
     batch_id: str
     chunk: int
     currency: str
     pricebook_version: str
     columns: tuple[str, ...]
+    subtotal_columns: tuple[str, ...]
+    subtotals: dict[str, Subtotal]
+
+
+class _Document(_Header, frozen=True, tag=RESULT_VERSION):
     rows: list[ResultRow]
-    subtotal_columns: tuple[str, ...]
-    subtotals: dict[str, Subtotal]
 
 
-class _DocumentV1(msgspec.Struct, frozen=True, tag_field="v", tag=1):
-    batch_id: str
-    chunk: int
-    currency: str
-    pricebook_version: str
-    columns: tuple[str, ...]
+class _DocumentV1(_Header, frozen=True, tag=1):
     rows: list[_V1Row]
-    subtotal_columns: tuple[str, ...]
-    subtotals: dict[str, Subtotal]
 
 
 _encoder = msgspec.json.Encoder()
@@ -184,14 +182,7 @@ def decode_result_rows(data: bytes) -> RatedRows:
     checks the column names. The values are not checked further: the blob's sha256 was
     checked against the processor's message already, and the warehouse refuses the rest.
     """
-    try:
-        document = _decoder.decode(decompress(data))
-    except BlobCompressionError as exc:
-        raise ChunkResultError(f"not a compressed chunk result: {exc}") from None
-    except msgspec.ValidationError as exc:
-        raise ChunkResultError(f"malformed chunk result: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ChunkResultError(f"not a JSON chunk result: {exc}") from None
+    document = decode_document(data, _decoder, ChunkResultError, "chunk result")
     expected = COLUMNS if isinstance(document, _Document) else _V1_COLUMNS
     if document.columns != expected:
         raise ChunkResultError(f"unexpected result columns {list(document.columns)!r}")
