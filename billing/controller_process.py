@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 
 from billing.deployment import Deployment
+from controller.worker import ControllerWorker
 from shared.lifecycle import run_until_signalled
-from shared.liveness import Liveness, liveness_file
 from shared.provision import ensure_resources
+from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -22,21 +23,29 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_SECONDS = 4.0
 
 
-def run_controller(settings: Settings) -> None:
-    """Provision, start, block until SIGTERM/SIGINT, stop."""
+def listener_probe(worker: ControllerWorker) -> Probe:
+    """Well while the worker's listener runs (it may be paused for a warehouse outage: that
+    is the listener working as meant, and a restart would not bring the database back)."""
+
+    def probe() -> str | None:
+        return None if worker.listening else "the controller's listener is not running"
+
+    return probe
+
+
+def run_controller(settings: Settings, health: RoleHealth) -> None:
+    """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` in
+    ``health`` meanwhile."""
     deployment = Deployment(settings, provision=False)
     worker = deployment.controller()
-    liveness: Liveness | None = None
 
     def start() -> None:
-        nonlocal liveness
         ensure_resources(settings, deployment.storage, deployment.bus)
         deployment.start(worker)
-        liveness = liveness_file(settings, lambda: worker.snapshot().running)
+        health.register(listener_probe(worker))
 
     def stop() -> None:
-        if liveness is not None:
-            liveness.stop()
+        health.withdraw()
         try:
             clean = deployment.stop(STOP_TIMEOUT_SECONDS)
             snapshot = worker.snapshot()

@@ -20,7 +20,7 @@ from billing.deployment import Deployment
 from processor.supervisor import ProcessorSupervisor
 from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
-from shared.liveness import liveness_file
+from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings
 from shared.telemetry import configure_logging
 
@@ -30,8 +30,15 @@ log = logging.getLogger(__name__)
 CHILD_CHECK_SECONDS = 0.2
 
 
-def run_processors(settings: Settings, *, processes: int, priorities: Sequence[Priority]) -> bool:
-    """Run until SIGTERM/SIGINT; True on a clean stop."""
+def run_processors(
+    settings: Settings,
+    health: RoleHealth,
+    *,
+    processes: int,
+    priorities: Sequence[Priority],
+) -> bool:
+    """Run until SIGTERM/SIGINT, with :func:`workers_probe` in ``health`` meanwhile; True on
+    a clean stop."""
     shutdown = Shutdown()
     shutdown.install_signal_handlers()
     with Deployment(settings):  # opened to create the resources, then closed
@@ -40,15 +47,26 @@ def run_processors(settings: Settings, *, processes: int, priorities: Sequence[P
         settings, processes=processes, priorities=priorities, worker_main=run_worker_process
     )
     supervisor.start()
-    liveness = liveness_file(settings, lambda: supervisor.all_alive)
+    health.register(workers_probe(supervisor))
     try:
         supervisor.watch(shutdown)
     finally:
-        liveness.stop()
+        health.withdraw()
         # Past the workers' own grace (the visibility timeout) only a stuck handler remains.
         clean = supervisor.stop(settings.visibility_timeout_seconds + 5.0)
     log.info("processors stopped (%s)", "clean" if clean else "some were killed")
     return clean
+
+
+def workers_probe(supervisor: ProcessorSupervisor) -> Probe:
+    """Well while every worker process runs: one that died is restarted after a delay, and
+    until then this replica rates less than it should (or nothing at all)."""
+
+    def probe() -> str | None:
+        down = supervisor.not_running
+        return f"worker processes not running: {', '.join(down)}" if down else None
+
+    return probe
 
 
 def run_worker_process(

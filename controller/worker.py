@@ -201,12 +201,18 @@ class ControllerWorker:
         :mod:`controller.outage`)."""
         return self._outage is not None and self._outage.in_outage
 
+    @property
+    def listening(self) -> bool:
+        """Started and not stopped (paused for an outage counts: it resumes by itself)."""
+        listener = self._listener
+        return listener is not None and not listener.stopping
+
     def snapshot(self) -> ControllerSnapshot:
         listener = self._listener
         counters = self._handler.counters() if self._handler else ControllerCounters()
         return ControllerSnapshot(
             instance_id=self.instance_id,
-            running=listener is not None and not listener.stopping,
+            running=self.listening,
             listener=listener.snapshot() if listener is not None else None,
             chunks_applied=counters.chunks_applied,
             chunks_skipped=counters.chunks_skipped,

@@ -101,9 +101,13 @@ class ProcessorSupervisor:
         return not stragglers
 
     @property
-    def all_alive(self) -> bool:
-        """Every worker process is running (none dead, none waiting for its restart)."""
-        return all(slot.process is not None and slot.process.is_alive() for slot in self._slots)
+    def not_running(self) -> list[str]:
+        """The worker processes that are dead or waiting for their restart, by name."""
+        return [
+            f"processor-{slot.number}"
+            for slot in self._slots
+            if slot.process is None or not slot.process.is_alive()
+        ]
 
     @property
     def pids(self) -> list[int]:

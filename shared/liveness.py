@@ -1,36 +1,36 @@
-"""A liveness file: a role touches it while it is healthy; a health check reads its age.
+"""A liveness file: touched while the role is well; a health check reads its age.
 
-The processor and the controller serve no HTTP, so a container health check cannot ask
-them anything. Instead, when ``BILLING_LIVENESS_FILE`` is set, the role touches that file
-every ``BILLING_LIVENESS_INTERVAL_SECONDS`` as long as its own probe says it is well (the
-processor: every worker process alive; the controller: its listener running), and
-``billing-healthcheck`` calls the role healthy while the file is younger than a few
-intervals. A hung or half-dead role stops touching it and turns unhealthy.
+The processor and the controller serve no HTTP of their own, so a compose health check
+cannot ask them anything. Instead, when ``BILLING_LIVENESS_FILE`` is set, a thread touches
+that file every ``BILLING_LIVENESS_INTERVAL_SECONDS`` while the role's
+:class:`~shared.role_health.RoleHealth` says it is well (the probe the role registered, the
+same one ``GET /healthz`` answers from), and ``billing-healthcheck`` calls the role healthy
+while the file is younger than a few intervals. A role still starting has no file yet; a
+hung, half-dead or stopping one stops touching it and turns unhealthy; a stopped one
+removes it.
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
 
+from shared.role_health import RoleHealth
 from shared.settings import Settings
-
-log = logging.getLogger(__name__)
 
 #: A role is taken for dead after this many intervals without a touch.
 MISSED_TOUCHES = 3
 
 
 class LivenessFile:
-    """Touches ``path`` every ``interval`` seconds while ``probe()`` is true, on a thread."""
+    """Touches ``path`` every ``interval`` seconds while ``health`` is well, on a thread."""
 
-    def __init__(self, path: Path, probe: Callable[[], bool], *, interval: float) -> None:
+    def __init__(self, path: Path, health: RoleHealth, *, interval: float) -> None:
         self._path = path
-        self._probe = probe
+        self._health = health
         self._interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="liveness", daemon=True)
@@ -47,11 +47,8 @@ class LivenessFile:
 
     def _run(self) -> None:
         while True:
-            try:
-                if self._probe():
-                    self._path.touch()
-            except Exception:  # a failing probe means "not healthy", never a dead thread
-                log.exception("liveness probe failed")
+            if self._health.status().well:
+                self._path.touch()
             if self._stop.wait(self._interval):
                 return
 
@@ -64,21 +61,17 @@ def age_seconds(path: Path) -> float | None:
         return None
 
 
-class Liveness(Protocol):
-    def stop(self) -> None: ...
-
-
-class _NoLivenessFile:
-    def stop(self) -> None:
-        pass
-
-
-def liveness_file(settings: Settings, probe: Callable[[], bool]) -> Liveness:
-    """Start touching ``BILLING_LIVENESS_FILE`` while ``probe()`` holds (if it is set)."""
+@contextmanager
+def liveness_file(settings: Settings, health: RoleHealth) -> Iterator[None]:
+    """Touch ``BILLING_LIVENESS_FILE`` while ``health`` is well, for the block (if it is set)."""
     if settings.liveness_file is None:
-        return _NoLivenessFile()
+        yield
+        return
     liveness = LivenessFile(
-        settings.liveness_file, probe, interval=settings.liveness_interval_seconds
+        settings.liveness_file, health, interval=settings.liveness_interval_seconds
     )
     liveness.start()
-    return liveness
+    try:
+        yield
+    finally:
+        liveness.stop()

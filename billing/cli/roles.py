@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Iterator
 
 import typer
 
 from billing.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
 from shared.domain.priority import PRIORITIES, Priority
 from shared.health_endpoint import health_endpoint
+from shared.liveness import liveness_file
+from shared.role_health import RoleHealth
 from shared.settings import Settings
 from shared.telemetry import configure_logging
 
@@ -73,9 +76,11 @@ def processor(
     configure_logging()
     settings = Settings()
     served = settings.processor_priorities if priorities is None else _priorities(priorities)
-    _wait_for_dependencies("processor", settings, warehouse=False)
-    with health_endpoint(settings.health_port):
-        clean = run_processors(settings, processes=processes or available_cpus(), priorities=served)
+    with _health_signals(settings) as health:
+        _wait_for_dependencies("processor", settings, warehouse=False)
+        clean = run_processors(
+            settings, health, processes=processes or available_cpus(), priorities=served
+        )
     if not clean:
         raise typer.Exit(1)
 
@@ -97,9 +102,20 @@ def controller() -> None:
     settings = Settings()
     url = settings.resolved_warehouse_url
     migration = Dependency("the warehouse migration", lambda: upgrade(url))
-    _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
-    with health_endpoint(settings.health_port):
-        run_controller(settings)
+    with _health_signals(settings) as health:
+        _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
+        run_controller(settings, health)
+
+
+@contextlib.contextmanager
+def _health_signals(settings: Settings) -> Iterator[RoleHealth]:
+    """A worker role's health for the block, for it to register its probe in, answered on
+    ``GET /healthz`` (``BILLING_HEALTH_PORT``) and by the liveness file
+    (``BILLING_LIVENESS_FILE``) from before its dependency waits: a platform probing a role
+    that waits for its database hears "starting", not nothing."""
+    health = RoleHealth()
+    with health_endpoint(settings.health_port, health), liveness_file(settings, health):
+        yield health
 
 
 def _wait_for_dependencies(

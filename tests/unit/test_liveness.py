@@ -1,4 +1,7 @@
-"""The liveness file and ``billing-healthcheck``: what container health checks rely on."""
+"""The liveness file and ``billing-healthcheck``: what container health checks rely on.
+
+The file and ``GET /healthz`` read one :class:`~shared.role_health.RoleHealth`, so they
+agree: touched exactly while the endpoint answers ``200 ok``."""
 
 from __future__ import annotations
 
@@ -8,10 +11,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
+from billing.demo.cluster import free_port
 from billing.healthcheck import main
+from shared.health_endpoint import HealthEndpoint
 from shared.liveness import LivenessFile, age_seconds
+from shared.role_health import RoleHealth
 
 
 def _wait_until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
@@ -23,21 +30,42 @@ def _wait_until(check: Callable[[], bool], timeout: float = 10.0) -> bool:
     return False
 
 
-def test_touched_while_the_probe_holds_and_removed_at_stop(tmp_path: Path) -> None:
+def test_touched_while_healthz_says_ok_and_removed_at_stop(tmp_path: Path) -> None:
     path = tmp_path / "alive"
+    port = free_port()
+    health = RoleHealth()
     healthy = threading.Event()
-    healthy.set()
-    liveness = LivenessFile(path, healthy.is_set, interval=0.05)
+    liveness = LivenessFile(path, health, interval=0.05)
     liveness.start()
+
+    def healthz() -> tuple[int, str]:
+        response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+        return response.status_code, response.text
+
     try:
-        assert _wait_until(path.exists)
-        healthy.clear()  # the role is unwell: the file ages
-        time.sleep(0.1)
-        first = path.stat().st_mtime
-        time.sleep(0.2)
-        assert path.stat().st_mtime == first
-        healthy.set()
-        assert _wait_until(lambda: path.stat().st_mtime > first)
+        with HealthEndpoint(port, health, host="127.0.0.1"):
+            time.sleep(0.2)
+            assert healthz() == (200, "starting\n")
+            assert not path.exists()  # starting is not well: compose waits for the file
+            health.register(lambda: None if healthy.is_set() else "a worker died")
+            healthy.set()
+            assert _wait_until(path.exists)
+            assert healthz() == (200, "ok\n")
+            healthy.clear()  # the role is unwell: the file ages while /healthz says why
+            assert healthz() == (503, "a worker died\n")
+            time.sleep(0.1)
+            first = path.stat().st_mtime
+            time.sleep(0.2)
+            assert path.stat().st_mtime == first
+            healthy.set()
+            assert _wait_until(lambda: path.stat().st_mtime > first)
+            assert healthz() == (200, "ok\n")
+            health.withdraw()
+            assert healthz() == (503, "stopping\n")
+            time.sleep(0.1)
+            last = path.stat().st_mtime
+            time.sleep(0.2)
+            assert path.stat().st_mtime == last
     finally:
         liveness.stop()
     assert not path.exists()
@@ -47,10 +75,12 @@ def test_touched_while_the_probe_holds_and_removed_at_stop(tmp_path: Path) -> No
 def test_a_probe_that_raises_counts_as_unhealthy(tmp_path: Path) -> None:
     path = tmp_path / "alive"
 
-    def probe() -> bool:
+    def probe() -> str | None:
         raise RuntimeError("broken")
 
-    liveness = LivenessFile(path, probe, interval=0.05)
+    health = RoleHealth()
+    health.register(probe)
+    liveness = LivenessFile(path, health, interval=0.05)
     liveness.start()
     time.sleep(0.2)
     liveness.stop()
