@@ -10,16 +10,26 @@ so it is simply tried again a few times, a little longer apart each time.
 Only transient failures are tried again: a timeout, a lost response, or a status the
 service answers when busy or failing. Anything else (403, 404, 409, ...) says something
 true about the account and is raised at once.
+
+Not the same job as ``billing/startup.py``, which waits up to minutes, before a role is
+built, for its dependencies to answer at all: this retries one step of a role that has
+already reached them, a few times and briefly. Both are tenacity underneath.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import TypeVar
 
 from azure.core.exceptions import AzureError, HttpResponseError
+from tenacity import (
+    RetryCallState,
+    Retrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 T = TypeVar("T")
 
@@ -31,7 +41,7 @@ TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 log = logging.getLogger(__name__)
 
 
-def is_transient(error: Exception) -> bool:
+def is_transient(error: BaseException) -> bool:
     """Whether ``error`` may go away by itself (then trying again is worth it)."""
     if not isinstance(error, AzureError):
         return False
@@ -49,12 +59,16 @@ def retry_transient(
 ) -> T:
     """``action()``, tried again after a transient storage failure, up to ``attempts`` times
     in all, ``pause`` seconds times the attempt number apart. ``action`` must be idempotent."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return action()
-        except Exception as error:
-            if attempt == attempts or not is_transient(error):
-                raise
-            log.warning("%s failed (attempt %d, %s); trying again", what, attempt, error)
-            time.sleep(pause * attempt)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def before_sleep(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome else None
+        log.warning("%s failed (attempt %d, %s); trying again", what, state.attempt_number, error)
+
+    retrying = Retrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_attempt(attempts),
+        wait=wait_incrementing(start=pause, increment=pause),
+        before_sleep=before_sleep,
+        reraise=True,
+    )
+    return retrying(action)
