@@ -23,15 +23,14 @@ import os
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 
-from sqlalchemy import create_engine, select, text
-from sqlalchemy.engine import make_url
+from sqlalchemy import select
 
+from bench.charge_load import postgres_database
 from bench.deployment import Deployment, open_deployment
 from bench.drain import capture_work_items, rating_step
 from bench.report import Cell, Report, base_parser
@@ -185,16 +184,8 @@ def _warehouse(kind: str, server_url: str | None) -> Iterator[str]:
             yield f"sqlite:///{Path(folder) / 'warehouse.sqlite3'}"
         return
     assert server_url is not None
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    name = f"bench_controllers_{uuid.uuid4().hex[:8]}"
-    try:
-        with admin.connect() as connection:
-            connection.execute(text(f'CREATE DATABASE "{name}"'))
-        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
+    with postgres_database(server_url, prefix="bench_controllers") as url:
+        yield url
 
 
 if __name__ == "__main__":

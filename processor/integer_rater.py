@@ -29,6 +29,7 @@ from decimal import Decimal
 from math import gcd
 from typing import Any
 
+from processor.rate_tables import RateTables
 from shared.domain.pricebook import Pricebook
 from shared.domain.utc_text import utc_text_of
 
@@ -82,19 +83,9 @@ class IntegerRater:
 
     def __init__(self, pricebook: Pricebook) -> None:
         self.pricebook = pricebook
-        # Per SKU: unit price in minor units, ascending tier thresholds, and each tier's
-        # discount as a ratio (tiers are already sorted and unique in a Pricebook).
-        self._skus: dict[str, tuple[int, tuple[int, ...], tuple[Ratio, ...]]] = {
-            sku: (
-                pricebook.unit_price_minor(sku),
-                tuple(tier.min_quantity for tier in price.tiers),
-                tuple(percent_ratio(tier.discount_pct) for tier in price.tiers),
-            )
-            for sku, price in pricebook.skus.items()
-        }
-        self._taxes: dict[str, Ratio] = {
-            region: percent_ratio(tax.tax_pct) for region, tax in pricebook.regions.items()
-        }
+        tables = RateTables(pricebook, percent_ratio)  # each percentage as a ratio
+        self._skus = tables.skus
+        self._taxes = tables.taxes
 
     def figures(self, sku: str, region: str, quantity: int) -> Figures:
         """The money of one transaction. Raises ``KeyError`` for a SKU or region not in the book."""

@@ -21,6 +21,7 @@ import threading
 from bisect import bisect_right
 from decimal import ROUND_HALF_EVEN, Decimal
 
+from processor.rate_tables import RateTables
 from shared.domain.charges import RatedCharge
 from shared.domain.money import EXACT
 from shared.domain.pricebook import Pricebook
@@ -50,19 +51,9 @@ class Rater:
 
     def __init__(self, pricebook: Pricebook) -> None:
         self.pricebook = pricebook
-        # Per SKU: unit price in minor units, ascending tier thresholds, and the discount
-        # fraction of each threshold (tiers are already sorted and unique in a Pricebook).
-        self._skus: dict[str, tuple[int, tuple[int, ...], tuple[Decimal, ...]]] = {
-            sku: (
-                pricebook.unit_price_minor(sku),
-                tuple(tier.min_quantity for tier in price.tiers),
-                tuple(_fraction(tier.discount_pct) for tier in price.tiers),
-            )
-            for sku, price in pricebook.skus.items()
-        }
-        self._tax_fractions: dict[str, Decimal] = {
-            region: _fraction(tax.tax_pct) for region, tax in pricebook.regions.items()
-        }
+        tables = RateTables(pricebook, _fraction)  # each percentage already divided by 100
+        self._skus = tables.skus
+        self._tax_fractions = tables.taxes
 
     def rate(self, txn: Transaction) -> RatedCharge:
         """Rate one transaction. Raises ``KeyError`` for a SKU or region not in the book."""
