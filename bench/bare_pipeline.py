@@ -31,7 +31,7 @@ from controller.reducer import apply_rows
 from initiator.acceptance import growing_chunks
 from initiator.intake import parse_batch
 from processor.integer_rater import IntegerRater
-from shared.contracts.chunk_payload import NumberedTransaction
+from shared.contracts.chunk_payload import NumberedTransaction, payload_rows
 from shared.domain.pricebook import sample_pricebook
 from shared.domain.transactions import ControlTotalsBuilder
 from shared.warehouse import Batch, make_engine, upgrade
@@ -100,19 +100,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> B
                 totals.add(tx.transaction_id, tx.quantity)
             t1 = time.perf_counter()
             # The payload's rows, as a processor decodes them from the blob.
-            payload_rows = [
-                [
-                    line,
-                    tx.transaction_id,
-                    tx.customer_id,
-                    tx.sku,
-                    tx.quantity,
-                    tx.region,
-                    tx.occurred_at_text or tx.occurred_at.isoformat(),
-                ]
-                for line, tx in rows
-            ]
-            rated, sums = rater.rate_rows(payload_rows)
+            rated, sums = rater.rate_rows(payload_rows(rows))
             t2 = time.perf_counter()
             apply_rows(
                 engine,
@@ -133,12 +121,12 @@ def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> B
     return BareTimings(count, parse_s, rate_s, insert_s, time.perf_counter() - started)
 
 
-def insert_batch_row(engine: Engine, pricebook_version: str) -> None:
+def insert_batch_row(engine: Engine, pricebook_version: str, batch_id: str = BATCH_ID) -> None:
     """The ``batches`` row the charges refer to (its control totals are set at the end)."""
     with engine.begin() as connection:
         connection.execute(
             insert(Batch).values(
-                batch_id=BATCH_ID,
+                batch_id=batch_id,
                 priority="normal",
                 transactions=0,
                 chunks=0,

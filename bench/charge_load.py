@@ -35,6 +35,7 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, delete, insert, text
 from sqlalchemy.engine import make_url
 
+from bench.bare_pipeline import insert_batch_row
 from bench.deployment import batch_file
 from bench.report import Cell, Report, base_parser
 from controller.charge_loader import load_charges
@@ -45,7 +46,7 @@ from shared.contracts.chunk_payload import chunk_json
 from shared.contracts.chunk_result import ResultRow
 from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
-from shared.warehouse import Batch, Charge, make_engine, upgrade
+from shared.warehouse import Charge, make_engine, upgrade
 
 BATCH_ID = "charge-load"
 ResultRows = list[ResultRow]
@@ -88,7 +89,7 @@ def _measure(
     upgrade(url)
     engine = make_engine(url)
     try:
-        _add_batch(engine)
+        insert_batch_row(engine, "v", batch_id=BATCH_ID)
         ids = itertools.count(1)
         runs: dict[str, Callable[[], None]] = {
             "orm": lambda: _orm_load(engine, chunks, ids),
@@ -175,24 +176,6 @@ def rated_results(
             for index, rows in enumerate(chunks_of(reader, chunk_size))
         ]
     return [rater.rate_rows(document["rows"]) for document in documents]
-
-
-def _add_batch(engine: Engine) -> None:
-    with engine.begin() as connection:
-        connection.execute(
-            insert(Batch).values(
-                batch_id=BATCH_ID,
-                priority="normal",
-                transactions=0,
-                chunks=0,
-                pricebook_version="v",
-                status="processing",
-                accepted_at=datetime.now().astimezone(),
-                control_transactions=0,
-                control_quantity=0,
-                control_id_checksum=0,
-            )
-        )
 
 
 def _empty(engine: Engine) -> None:

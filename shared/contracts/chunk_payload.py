@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import msgspec
 
@@ -104,27 +105,16 @@ def encode_chunk(
 def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -> bytes:
     """The payload's JSON document (UTF-8), before compression.
 
-    This half holds the GIL throughout (building the rows, ``json.dumps``), which is why
-    the initiator runs it on the parsing thread and hands only the other half, which zlib
-    runs without the GIL, to its upload threads.
+    This half holds the GIL throughout (building the rows, encoding them), which is why the
+    initiator runs it on the parsing thread and hands only the other half, which the
+    compressor runs without the GIL, to its upload threads.
     """
     document = {
         "v": PAYLOAD_VERSION,
         "batch_id": batch_id,
         "chunk": chunk,
         "columns": COLUMNS,
-        "rows": [
-            [
-                line,
-                tx.transaction_id,
-                tx.customer_id,
-                tx.sku,
-                tx.quantity,
-                tx.region,
-                tx.occurred_at_text or tx.occurred_at.isoformat(),
-            ]
-            for line, tx in rows
-        ],
+        "rows": payload_rows(rows),
     }
     return _encoder.encode(document)
 
@@ -132,6 +122,22 @@ def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -
 def compress_chunk_json(document: bytes, *, compresslevel: int = DEFAULT_COMPRESSLEVEL) -> bytes:
     """Compress a :func:`chunk_json` document (equal chunks give equal bytes)."""
     return compress(document, level=compresslevel)
+
+
+def payload_rows(rows: Sequence[NumberedTransaction]) -> list[list[Any]]:
+    """The rows of a payload document, in :data:`COLUMNS` order: what a processor decodes."""
+    return [
+        [
+            line,
+            tx.transaction_id,
+            tx.customer_id,
+            tx.sku,
+            tx.quantity,
+            tx.region,
+            tx.occurred_at_text or tx.occurred_at.isoformat(),
+        ]
+        for line, tx in rows
+    ]
 
 
 def decode_chunk(data: bytes) -> ChunkPayload:
