@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -38,20 +39,25 @@ from tests.support.deployment_settings import (
 LIVENESS_INTERVAL_SECONDS = 0.1
 
 
-@pytest.fixture
-def deployment(tmp_path: Path) -> Deployment:
+def probed_deployment(folder: Path, **values: Any) -> Deployment:
     """A deployment on the embedded backend whose workers answer probes and keep a
-    liveness file."""
-    values = deployment_values(
-        tmp_path,
+    liveness file; ``values`` override its settings."""
+    settings = deployment_values(
+        folder,
         partitions=1,
         health_port=free_port(),
-        liveness_file=tmp_path / "alive",
+        liveness_file=folder / "alive",
         liveness_interval_seconds=LIVENESS_INTERVAL_SECONDS,
+        **values,
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
-    env |= billing_environment(values) | {"BILLING_HOST": "127.0.0.1"}
-    return Deployment(env=env, settings=settings_factory(values)(), folder=tmp_path)
+    env |= billing_environment(settings) | {"BILLING_HOST": "127.0.0.1"}
+    return Deployment(env=env, settings=settings_factory(settings)(), folder=folder)
+
+
+@pytest.fixture
+def deployment(tmp_path: Path) -> Deployment:
+    return probed_deployment(tmp_path)
 
 
 def healthz(settings: Settings) -> tuple[int, str] | None:
@@ -139,17 +145,7 @@ def test_a_processor_whose_worker_processes_died_answers_503_until_they_are_back
 def test_a_worker_waiting_for_its_dependencies_answers_starting(tmp_path: Path) -> None:
     """Not 503 and not silence: Azure's liveness probe would restart it into the same wait."""
     nowhere = f"postgresql+psycopg://billing:billing@127.0.0.1:{free_port()}/billing"
-    values = deployment_values(
-        tmp_path,
-        warehouse_url=nowhere,
-        partitions=1,
-        health_port=free_port(),
-        liveness_file=tmp_path / "alive",
-        liveness_interval_seconds=LIVENESS_INTERVAL_SECONDS,
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BILLING_")}
-    env |= billing_environment(values) | {"BILLING_HOST": "127.0.0.1"}
-    waiting = Deployment(env=env, settings=settings_factory(values)(), folder=tmp_path)
+    waiting = probed_deployment(tmp_path, warehouse_url=nowhere)
     with role(waiting, "controller") as running:
         running.wait_until(lambda: "waiting for" in running.log(), "waiting")
         assert healthz(waiting.settings) == (200, "starting\n")
