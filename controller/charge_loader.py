@@ -36,7 +36,7 @@ from shared.domain.charges import CHARGE_FIELDS
 
 #: The order of a charge row's values: where the charge belongs, then the rated charge.
 COLUMNS = ("order_id", "batch_id", "chunk", "currency", "occurred_at", *CHARGE_FIELDS)
-ChargeRow = Sequence[Any]
+WarehouseRow = Sequence[Any]
 """One charge: values in :data:`COLUMNS` order, ``occurred_at`` as the warehouse's UTC text."""
 
 _TABLE = "charges"
@@ -48,7 +48,7 @@ _SQLITE_INSERT = f"INSERT INTO {_TABLE} ({_COLUMN_LIST}) VALUES ({', '.join('?' 
 _UTC = "SET LOCAL TIME ZONE 'UTC'"
 
 
-def load_charges(connection: Connection, rows: Iterable[ChargeRow]) -> None:
+def load_charges(connection: Connection, rows: Iterable[WarehouseRow]) -> None:
     """Insert ``rows`` into ``charges`` in the connection's open transaction."""
     dialect = connection.dialect
     dbapi_connection: Any = connection.connection.driver_connection
