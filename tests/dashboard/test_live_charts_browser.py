@@ -160,8 +160,11 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     assert progress["batch"]["chunks"]["applied"] == chunks
     expect(cells.nth(8)).to_have_text(f"{round(progress['transactions_per_second']):,}")
     expect(cells.nth(7)).to_have_text(f"{progress['elapsed_seconds']:.1f} s")
+    # A fast batch can be over within four samples (one every 2 s): wait for the fifth
+    # rather than read too early, then ask the API, whose ring holds every older sample.
+    page.wait_for_function("() => window.BillingLive.samples.length >= 5", timeout=APPEAR_MS)
     page_samples: list[dict[str, Any]] = page.evaluate("window.BillingLive.samples")
-    api_samples = {sample["seq"]: sample for sample in view["samples"]}
+    api_samples = {sample["seq"]: sample for sample in api_live(served)["samples"]}
     compared = [s for s in page_samples if s["seq"] in api_samples]
     assert len(compared) >= 5
     for sample in compared:
