@@ -28,6 +28,7 @@ from bench.deployment import Deployment
 from processor.rating_step import RatingStep
 from processor.work_queues import work_sources
 from shared import meter
+from shared.collector import tune_collector
 from shared.contracts.batch_records import BatchRecords
 from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import PRIORITIES
@@ -167,6 +168,7 @@ def _drain_child(
         **{"scaling_rule": f"0:{threads}", "max_threads": threads, **listener_overrides},
     )
     listener = QueueListener(work_sources(storage, settings, PRIORITIES), handle, config)
+    tune_collector(settings.gc_young_threshold)  # as a processor's worker process does
     barrier.wait(timeout=120)
     before, cpu_before = meter.snapshot(), time.process_time()
     listener.start(threads=threads)

@@ -17,6 +17,9 @@ random seed 7), in one run:
 * **hot path**: :mod:`bench.hot_path`, storage requests per 1,000 transactions by role, on
   the same backend.
 
+End to end and the hot path each run twice: with the roles' garbage-collector settings
+(:mod:`shared.collector`) and with Python's own (``BILLING_GC_YOUNG_THRESHOLD=0``).
+
 The ratio end-to-end / bare says what distribution costs (or, with more cores, gains) on
 this machine: queues, blobs, a trigger, JSON and compression on every chunk, three roles sharing
 the cores.
@@ -57,8 +60,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(f"  demo: {transactions:,} transactions, {processes} processors", file=sys.stderr)
     demo = run_demo(transactions=transactions, processes=processes, backend=backend)
-    if not demo.reconciled:
-        raise RuntimeError(f"the demo batch did not reconcile: {demo.status}")
+    print("  demo again, Python's garbage-collector settings", file=sys.stderr)
+    untuned = run_demo(
+        transactions=transactions,
+        processes=processes,
+        backend=backend,
+        environment={"BILLING_GC_YOUNG_THRESHOLD": "0"},
+    )
+    for run in (demo, untuned):
+        if not run.reconciled:
+            raise RuntimeError(f"the demo batch did not reconcile: {run.status}")
     print("  bare pipeline", file=sys.stderr)
     data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
     with tempfile.TemporaryDirectory(prefix="billing-bare-") as folder:
@@ -73,11 +84,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("  hot path, role by role", file=sys.stderr)
     with open_deployment(backend) as deployment:
         hot = count_hot_path(deployment, transactions)
-    if not hot.reconciled:
+    with open_deployment(backend, gc_young_threshold=0) as deployment:
+        hot_untuned = count_hot_path(deployment, transactions)
+    if not (hot.reconciled and hot_untuned.reconciled):
         raise RuntimeError("the hot-path batch did not reconcile")
 
     add_throughput(report, demo, bare, lean_seconds, processes, backend)
     add_hot_path(report, hot)
+    add_collector(report, demo, untuned, hot, hot_untuned)
     report.emit(args.json)
     return 0
 
@@ -176,6 +190,35 @@ def add_hot_path(report: Report, hot: HotPath) -> None:
     report.conclude(
         f"the hot path costs {hot.per_thousand():.1f} storage requests per 1,000 transactions "
         f"({total / hot.chunks:.1f} per chunk of {hot.transactions // hot.chunks:,})"
+    )
+
+
+def add_collector(
+    report: Report, demo: DemoResult, untuned: DemoResult, hot: HotPath, hot_untuned: HotPath
+) -> None:
+    """The roles' garbage-collector settings against Python's, in the same run."""
+    rows: list[list[Cell]] = [
+        [
+            "end to end, transactions/s",
+            untuned.throughput,
+            demo.throughput,
+            demo.throughput / untuned.throughput,
+        ]
+    ]
+    for role in hot.cpu_seconds:
+        before, after = hot_untuned.cpu_us_per_transaction(role), hot.cpu_us_per_transaction(role)
+        rows.append([f"{role}, CPU µs per tx", before, after, after / before])
+        report.figure(f"hot_path.{role}.cpu_us_per_transaction_python_gc", before)
+    report.table(
+        "garbage collector: Python's settings against the roles' (shared.collector)",
+        ["measure", "Python's", "the roles'", "ratio"],
+        rows,
+    )
+    report.figure("end_to_end_python_gc.transactions_per_second", untuned.throughput)
+    report.figure("end_to_end_over_python_gc", demo.throughput / untuned.throughput)
+    report.conclude(
+        f"the roles' garbage-collector settings run end to end at "
+        f"{demo.throughput / untuned.throughput:.2f}x Python's"
     )
 
 

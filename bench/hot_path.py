@@ -15,12 +15,18 @@ storage per chunk, and it keeps start-up and idle requests out of the count: wha
 the cost of the work itself, including the empty receives of threads that run out of work.
 It also gives each role's CPU time on its own (``process_time`` of this process around the
 initiator and the controller, the drain's children for the processor): CPU per transaction
-barely moves when other work shares the machine, unlike the clock.
+barely moves when other work shares the machine, unlike the clock. Each role runs with the
+garbage collector as its own process sets it (:mod:`shared.collector`, from
+``gc_young_threshold``), here only around its step, so that the other benchmarks of this
+process keep Python's defaults.
 """
 
 from __future__ import annotations
 
+import gc
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -28,6 +34,7 @@ from sqlalchemy import select
 from bench.deployment import Deployment, batch_file
 from bench.drain import drain
 from shared import meter
+from shared.collector import tune_collector
 from shared.listener_settings import listener_config
 from shared.warehouse import Batch, make_engine
 
@@ -56,23 +63,25 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
     """Push one generated batch through the three roles; the requests each one made."""
     settings = deployment.settings
     data = batch_file(transactions)
-    before, cpu_before = meter.snapshot(), time.process_time()
-    record = deployment.accept_body(data)
-    initiator = meter.diff(meter.snapshot(), before)
-    initiator_cpu = time.process_time() - cpu_before
+    with role_collector(settings.gc_young_threshold):
+        before, cpu_before = meter.snapshot(), time.process_time()
+        record = deployment.accept_body(data)
+        initiator = meter.diff(meter.snapshot(), before)
+        initiator_cpu = time.process_time() - cpu_before
 
     threads = listener_config(settings).rule.optimal_threads(record.chunks)
     drained = drain(settings, threads=threads, items=record.chunks)
 
-    before, cpu_before = meter.snapshot(), time.process_time()
-    worker = deployment.controller(trigger=False)
-    worker.start()
-    try:
-        reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)
-    finally:
-        worker.stop(10)
-    controller = meter.diff(meter.snapshot(), before)
-    controller_cpu = time.process_time() - cpu_before
+    with role_collector(settings.gc_young_threshold):
+        before, cpu_before = meter.snapshot(), time.process_time()
+        worker = deployment.controller(trigger=False)
+        worker.start()
+        try:
+            reconciled = _wait_completed(settings.resolved_warehouse_url, record.batch_id)
+        finally:
+            worker.stop(10)
+        controller = meter.diff(meter.snapshot(), before)
+        controller_cpu = time.process_time() - cpu_before
     return HotPath(
         transactions=record.transactions,
         chunks=record.chunks,
@@ -84,6 +93,19 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
             "controller": controller_cpu,
         },
     )
+
+
+@contextmanager
+def role_collector(young_threshold: int) -> Iterator[None]:
+    """The collector as a role process sets it (:func:`~shared.collector.tune_collector`),
+    for the block only: Python's thresholds and an unfrozen heap again after it."""
+    thresholds = gc.get_threshold()
+    tune_collector(young_threshold)
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*thresholds)
 
 
 def _wait_completed(warehouse_url: str, batch_id: str) -> bool:

@@ -18,6 +18,7 @@ from types import FrameType
 
 from billing.deployment import Deployment
 from processor.supervisor import ProcessorSupervisor
+from shared.collector import tune_collector
 from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
 from shared.role_health import Probe, RoleHealth
@@ -88,6 +89,7 @@ def run_worker_process(
     parent = multiprocessing.parent_process()
     with Deployment(settings, provision=False) as deployment:
         worker = deployment.start(deployment.processor(priorities=priorities))
+        tune_collector(settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):
             if stop.is_set() or (parent is not None and not parent.is_alive()):
                 break

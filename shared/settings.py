@@ -15,6 +15,7 @@ from typing import Annotated, Any, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from shared.collector import DEFAULT_YOUNG_THRESHOLD
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
 
@@ -136,6 +137,9 @@ class Settings(BaseSettings):
     #: a file the processor and controller touch while healthy (shared.liveness); unset: none
     liveness_file: Path | None = None
     liveness_interval_seconds: float = Field(default=10.0, gt=0)
+
+    # --- the Python runtime: the cyclic garbage collector (shared.collector); 0: Python's --
+    gc_young_threshold: int = Field(default=DEFAULT_YOUNG_THRESHOLD, ge=0)
 
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
     storage_retry_total: int = Field(default=5, ge=0)

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import typer
 
 from billing.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
+from shared.collector import tune_collector
 from shared.domain.priority import PRIORITIES, Priority
 from shared.health_endpoint import health_endpoint
 from shared.liveness import liveness_file
@@ -43,6 +44,7 @@ def initiator(
     except MissingApiKeysError as error:
         typer.echo(f"billing initiator: {error}", err=True)
         raise typer.Exit(1) from None
+    tune_collector(settings.gc_young_threshold)
     config = server_config(
         app,
         settings,
@@ -104,6 +106,7 @@ def controller() -> None:
     migration = Dependency("the warehouse migration", lambda: upgrade(url))
     with _health_signals(settings) as health:
         _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
+        tune_collector(settings.gc_young_threshold)
         run_controller(settings, health)
 
 

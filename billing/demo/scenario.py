@@ -13,7 +13,7 @@ import itertools
 import secrets
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,6 +80,7 @@ def run_demo(
     on_ready: Callable[[str, str], None] | None = None,
     linger: Callable[[], None] | None = None,
     storage_connection_string: str | None = None,
+    environment: Mapping[str, str] | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
@@ -87,7 +88,8 @@ def run_demo(
     watch the run with ``billing top`` or the dashboard); ``linger()`` is called after the
     batch, before the roles stop, and may keep them running as long as it likes. With
     ``backend="azurite"``, ``storage_connection_string`` points the roles at an Azurite
-    the caller runs (e.g. behind a counting proxy) instead of one started for the run."""
+    the caller runs (e.g. behind a counting proxy) instead of one started for the run.
+    ``environment`` adds variables (``BILLING_*`` settings) for every role."""
     with ExitStack() as stack:
         root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
         env = stack.enter_context(_backend_env(backend, root / "data", storage_connection_string))
@@ -96,6 +98,7 @@ def run_demo(
             "BILLING_API_KEYS": key,
             "BILLING_PORT": str(port),
             meter.EXPORT_DIR_ENV: str(root / "meter"),
+            **(environment or {}),
         }
         cluster = Cluster(env=env, logs=root / "logs")
         stack.callback(cluster.stop)

@@ -184,6 +184,8 @@ def test_each_role_starts_becomes_ready_and_stops_on_sigterm_within_5_s(
 
     for name, (_, took) in stops.items():
         print(f"billing {name} stopped {took:.2f} s after SIGTERM")
+    for running in roles.values():  # each role process (the processor's worker too) set it
+        assert "youngest generation every 100,000 allocations" in running.log()
 
     log = initiator.log()
     # it runs with the key from the environment, and only with it
