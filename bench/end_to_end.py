@@ -214,18 +214,36 @@ def add_collector(
     report: Report, demo: DemoResult, untuned: DemoResult, hot: HotPath, hot_untuned: HotPath
 ) -> None:
     """The roles' garbage-collector settings against Python's, in the same run."""
+
+    def intake_cpu(run: DemoResult) -> float:
+        return run.intake_cpu_seconds * 1e6 / run.transactions
+
     rows: list[list[Cell]] = [
         [
             "end to end, transactions/s",
             untuned.throughput,
             demo.throughput,
             demo.throughput / untuned.throughput,
-        ]
+        ],
+        [
+            "  of which intake (POST → 202), seconds",
+            untuned.intake_seconds,
+            demo.intake_seconds,
+            demo.intake_seconds / untuned.intake_seconds,
+        ],
+        [
+            "  the initiator process's CPU µs per tx over it",
+            intake_cpu(untuned),
+            intake_cpu(demo),
+            intake_cpu(demo) / intake_cpu(untuned),
+        ],
     ]
     for role in hot.cpu_seconds:
         before, after = hot_untuned.cpu_us_per_transaction(role), hot.cpu_us_per_transaction(role)
-        rows.append([f"{role}, CPU µs per tx", before, after, after / before])
+        rows.append([f"hot path, {role}: CPU µs per tx", before, after, after / before])
         report.figure(f"hot_path.{role}.cpu_us_per_transaction_python_gc", before)
+    report.figure("end_to_end.initiator_cpu_us_per_transaction", intake_cpu(demo))
+    report.figure("end_to_end_python_gc.initiator_cpu_us_per_transaction", intake_cpu(untuned))
     report.table(
         "garbage collector: Python's settings against the roles' (shared.collector)",
         ["measure", "Python's", "the roles'", "ratio"],

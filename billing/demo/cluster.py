@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 
 STOP_TIMEOUT_SECONDS = 15.0
 
@@ -59,6 +60,18 @@ class Cluster:
                 pass
             time.sleep(0.1)
         raise TimeoutError(f"the initiator did not answer on {base_url} within {timeout:.0f} s")
+
+    def cpu_seconds(self, role: str) -> float:
+        """CPU time (user + system) the role's process and its children have used so far."""
+        process = psutil.Process(self.processes[role].pid)
+        total = 0.0
+        for each in (process, *process.children(recursive=True)):
+            try:
+                times = each.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
 
     def check_alive(self) -> None:
         for role, process in self.processes.items():

@@ -40,6 +40,7 @@ class DemoResult:
     storage_requests: dict[str, int]
     status_polls: int = 0  # GET /batches/{id} while waiting, each a batch-record read
     intake_seconds: float = 0.0  # of ``seconds``: POST until its 202 (validated, queued)
+    intake_cpu_seconds: float = 0.0  # the initiator process's CPU time over that span
 
     @property
     def reconciled(self) -> bool:
@@ -118,9 +119,10 @@ def run_demo(
             headers={"Authorization": f"Bearer {key}"},
             timeout=httpx.Timeout(30.0, read=None),
         ) as client:
-            started = time.monotonic()
+            cpu_before, started = cluster.cpu_seconds("initiator"), time.monotonic()
             batch_id = _submit(client, batch_file)
             intake_seconds = time.monotonic() - started
+            intake_cpu_seconds = cluster.cpu_seconds("initiator") - cpu_before
             status, polls = _wait_until_done(client, cluster, batch_id, timeout)
             seconds = time.monotonic() - started
             invoices = _top_invoices(client, batch_id)
@@ -136,6 +138,7 @@ def run_demo(
             storage_requests=meter.collect_exports(root / "meter"),
             status_polls=polls,
             intake_seconds=intake_seconds,
+            intake_cpu_seconds=intake_cpu_seconds,
         )
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
