@@ -12,7 +12,7 @@ What it costs grows with the heap. ``python -m bench.end_to_end`` measures both 
 side by side: in the initiator's own process, 500,000 transactions, six alternating runs,
 the intake's CPU went from a median of 8.8 to 8.0 µs a transaction and its time from 4.1
 to 3.7 s (about a tenth); in one process that also holds a benchmark's data (its hot
-path), from 11-14 to 7.7-9.3 µs. The processor's and the controller's CPU moved by less
+path), from 11-14 to 7.7-10.2 µs. The processor's and the controller's CPU moved by less
 than the noise (0.90 to 0.98 times).
 
 :func:`tune_collector` does two things, once start-up has built what lives for the whole
