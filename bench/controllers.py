@@ -11,6 +11,10 @@ timed) and stops the clock when the warehouse shows the batch completed and reco
 Counts alternate 1, 2, 1, 2 and the best run of each is kept. Printed: seconds,
 transactions/s, the ratio of 2 to 1, and the controllers' CPU per transaction.
 
+On SQLite a third variant runs in the same rounds: one controller whose handlers do not
+take turns (:mod:`controller.write_turns`) but meet in SQLite's busy handler, as they did
+before, so the turns' effect is a ratio measured side by side.
+
 On SQLite the database has one writer, so a second controller can only overlap what is not
 the insert; on PostgreSQL (``--postgres`` or ``BILLING_TEST_POSTGRES_URL``: a role that may
 create databases) the two load charges side by side.
@@ -24,7 +28,8 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
 
@@ -39,8 +44,25 @@ from shared.settings import Settings
 from shared.storage import open_storage
 from shared.warehouse import Batch, make_engine, upgrade
 
-COUNTS = (1, 2)
 TIMEOUT_SECONDS = 600.0
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How many controller processes reduce, and whether their handlers take turns."""
+
+    controllers: int
+    turns: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.controllers}" + ("" if self.turns else ", handlers without turns")
+
+
+ONE, TWO = Variant(1), Variant(2)
+#: On SQLite also one controller whose handlers wait in SQLite's busy handler instead of
+#: taking turns (controller.write_turns); on PostgreSQL there are no turns to compare.
+VARIANTS = {"sqlite": (ONE, TWO, Variant(1, turns=False)), "postgresql": (ONE, TWO)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -57,31 +79,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         batch_id, results = _rated_batch(deployment, transactions)
         warehouses = ["sqlite", *(["postgresql"] if args.postgres else [])]
         for warehouse in warehouses:
-            best: dict[int, tuple[float, float]] = {}
+            best: dict[Variant, tuple[float, float]] = {}
             for _ in range(rounds):
-                for count in COUNTS:
-                    print(f"  {warehouse}: {count} controller(s)", file=sys.stderr)
+                for variant in VARIANTS[warehouse]:
+                    print(f"  {warehouse}: {variant.label} controller(s)", file=sys.stderr)
                     with _warehouse(warehouse, args.postgres) as url:
-                        seconds, cpu = _reduce(deployment, url, batch_id, results, count)
-                    if count not in best or seconds < best[count][0]:
-                        best[count] = (seconds, cpu)
-            ratio = best[1][0] / best[2][0]
-            for count in COUNTS:
-                seconds, cpu = best[count]
+                        seconds, cpu = _reduce(deployment, url, batch_id, results, variant)
+                    if variant not in best or seconds < best[variant][0]:
+                        best[variant] = (seconds, cpu)
+            ratio = best[ONE][0] / best[TWO][0]
+            for variant, (seconds, cpu) in best.items():
                 rows.append(
                     [
                         warehouse,
-                        count,
+                        variant.label,
                         seconds,
                         transactions / seconds,
-                        best[1][0] / seconds,
+                        best[ONE][0] / seconds,
                         cpu * 1e6 / transactions,
                     ]
                 )
-            report.figure(f"{warehouse}.one.transactions_per_second", transactions / best[1][0])
-            report.figure(f"{warehouse}.two.transactions_per_second", transactions / best[2][0])
+            report.figure(f"{warehouse}.one.transactions_per_second", transactions / best[ONE][0])
+            report.figure(f"{warehouse}.two.transactions_per_second", transactions / best[TWO][0])
             report.figure(f"{warehouse}.two_over_one", ratio)
             report.conclude(f"{warehouse}: two controllers reduce at {ratio:.2f}x the speed of one")
+            without = next((v for v in best if not v.turns), None)
+            if without is not None:
+                turns_ratio = best[without][0] / best[ONE][0]
+                report.figure(f"{warehouse}.turns_speedup", turns_ratio)
+                report.figure(
+                    f"{warehouse}.one_without_turns.cpu_us_per_transaction",
+                    best[without][1] * 1e6 / transactions,
+                )
+                report.conclude(
+                    f"{warehouse}: handlers taking turns reduce at {turns_ratio:.2f}x the speed "
+                    "of handlers meeting in SQLite's busy handler"
+                )
         if not args.postgres:
             report.conclude("PostgreSQL skipped: give --postgres URL or BILLING_TEST_POSTGRES_URL")
     report.table(
@@ -109,9 +142,9 @@ def _rated_batch(deployment: Deployment, transactions: int) -> tuple[str, list[s
 
 
 def _reduce(
-    deployment: Deployment, url: str, batch_id: str, results: list[str], count: int
+    deployment: Deployment, url: str, batch_id: str, results: list[str], variant: Variant
 ) -> tuple[float, float]:
-    """Seconds until ``count`` controllers have closed the batch; their CPU seconds."""
+    """Seconds until the variant's controllers have closed the batch; their CPU seconds."""
     settings = deployment.settings.model_copy(update={"warehouse_url": url})
     upgrade(url)
     output = deployment.storage.queue(settings.output_queue)
@@ -119,12 +152,14 @@ def _reduce(
     for message in results:
         output.send(message)
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(count + 1)
+    barrier = context.Barrier(variant.controllers + 1)
     done = context.Event()
     cpu: multiprocessing.Queue[float] = context.Queue()
     children = [
-        context.Process(target=_controller, args=(settings, barrier, done, cpu), daemon=True)
-        for _ in range(count)
+        context.Process(
+            target=_controller, args=(settings, variant.turns, barrier, done, cpu), daemon=True
+        )
+        for _ in range(variant.controllers)
     ]
     for child in children:
         child.start()
@@ -145,10 +180,14 @@ def _reduce(
 
 
 def _controller(
-    settings: Settings, barrier: Barrier, done: Event, cpu: multiprocessing.Queue[float]
+    settings: Settings,
+    turns: bool,
+    barrier: Barrier,
+    done: Event,
+    cpu: multiprocessing.Queue[float],
 ) -> None:
     storage = open_storage(settings)
-    worker = ControllerWorker(settings, storage)
+    worker = ControllerWorker(settings, storage, turns=None if turns else nullcontext())
     barrier.wait(timeout=120)
     started = time.process_time()
     worker.start()

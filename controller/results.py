@@ -4,8 +4,9 @@ Two kinds of message arrive on the output queue (:mod:`shared.contracts.messages
 
 ``ChunkResult`` (a rated chunk, by claim check)
     skip it if the chunk's applied mark exists (a redelivery) → fetch the result blob →
-    check its sha256 → make sure the batch has its ``batches`` row → apply it in one
-    database transaction (:func:`controller.reducer.apply_chunk`).
+    then, in the handler's turn on SQLite (:mod:`controller.write_turns`): check its sha256
+    → make sure the batch has its ``batches`` row → apply it in one database transaction
+    (:func:`controller.reducer.apply_rows`).
 ``ChunkFailed`` (``kind = "chunk-failed"``: the work item went to a poison queue)
     record the failed chunk (:mod:`controller.failed_chunks`).
 
@@ -25,6 +26,7 @@ import hashlib
 import json
 import logging
 import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy import Engine
@@ -34,6 +36,7 @@ from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
 from controller.progress import BatchRecordUpdates, progress_due
 from controller.reducer import IdSource, apply_rows, is_applied
+from controller.write_turns import write_turns
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import RatedRows, decode_result_rows
 from shared.contracts.messages import ChunkFailed, ChunkResult
@@ -84,7 +87,10 @@ class ResultHandler:
         records: BatchRecords,
         failures: FailedChunks,
         allocator: IdSource,
+        turns: AbstractContextManager[object] | None = None,
     ) -> None:
+        """``turns``: what a handler holds while it decodes and writes a result; default
+        :func:`controller.write_turns.write_turns` of ``engine``."""
         self._engine = engine
         self._results = results
         self._records = records
@@ -95,6 +101,7 @@ class ResultHandler:
         self._updates = BatchRecordUpdates(records)
         self._lock = threading.Lock()
         self._counters = ControllerCounters()
+        self._turns = write_turns(engine) if turns is None else turns
 
     def counters(self) -> ControllerCounters:
         with self._lock:
@@ -145,18 +152,20 @@ class ResultHandler:
     def _apply(self, message: ChunkResult) -> bool:
         applied = False
         if not is_applied(self._engine, message.batch_id, message.chunk):
-            rated = self._fetch(message)
-            self._ensure_row(message.batch_id)
-            applied = apply_rows(
-                self._engine,
-                batch_id=message.batch_id,
-                chunk=message.chunk,
-                rows=rated.rows,
-                subtotals=rated.subtotals,
-                currency=rated.currency,
-                allocator=self._allocator,
-                processor=message.processor,
-            )
+            data = self._results.get(message.result_blob).data  # I/O: not in the turn
+            with self._turns:
+                rated = self._verify(message, data)
+                self._ensure_row(message.batch_id)
+                applied = apply_rows(
+                    self._engine,
+                    batch_id=message.batch_id,
+                    chunk=message.chunk,
+                    rows=rated.rows,
+                    subtotals=rated.subtotals,
+                    currency=rated.currency,
+                    allocator=self._allocator,
+                    processor=message.processor,
+                )
         self._count("chunks_applied" if applied else "chunks_skipped")
         if not applied:
             log.info("chunk %s/%d was already applied: skipped", message.batch_id, message.chunk)
@@ -199,8 +208,8 @@ class ResultHandler:
         return settlement
 
     # --- steps ------------------------------------------------------------------------------
-    def _fetch(self, message: ChunkResult) -> RatedRows:
-        data = self._results.get(message.result_blob).data
+    def _verify(self, message: ChunkResult, data: bytes) -> RatedRows:
+        """The result blob's rows, once its bytes proved to be what the message describes."""
         digest = hashlib.sha256(data).hexdigest()
         if digest != message.sha256:
             raise ResultIntegrityError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import AbstractContextManager
 
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine
@@ -55,15 +56,22 @@ class ControllerSnapshot(BaseModel):
 
 
 def build_result_handler(
-    settings: Settings, storage: StorageAccount, engine: Engine, allocator: OrderIdAllocator
+    settings: Settings,
+    storage: StorageAccount,
+    engine: Engine,
+    allocator: OrderIdAllocator,
+    *,
+    turns: AbstractContextManager[object] | None = None,
 ) -> ResultHandler:
-    """The handler a worker runs, on the resources ``settings`` name."""
+    """The handler a worker runs, on the resources ``settings`` name (``turns``: see
+    :class:`ResultHandler`)."""
     return ResultHandler(
         engine=engine,
         results=storage.container(settings.results_container),
         records=BatchRecords(storage.table(settings.batches_table)),
         failures=FailedChunks(storage.table(settings.chunks_table)),
         allocator=allocator,
+        turns=turns,
     )
 
 
@@ -103,12 +111,15 @@ class ControllerWorker:
         listener_config: ListenerConfig | None = None,
         instance_id: str | None = None,
         bus: TriggerBus | None = None,
+        turns: AbstractContextManager[object] | None = None,
     ) -> None:
         """``engine``: a warehouse engine to use (and leave open); default: one made from
         ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
         default :func:`controller_listener_config`. ``bus``: the trigger topic; the
         controller then hears about each accepted batch and looks at its queue at once
-        instead of waiting out its back-off (its results follow within seconds)."""
+        instead of waiting out its back-off (its results follow within seconds). ``turns``:
+        what the handlers hold while they decode and write a result; default
+        :func:`controller.write_turns.write_turns` (``bench.controllers`` measures without)."""
         self.settings = settings
         self.storage = storage
         self.instance_id = instance_id or new_instance_id()
@@ -120,6 +131,7 @@ class ControllerWorker:
         self._listener: QueueListener | None = None
         self._outage: WarehouseOutageGuard | None = None
         self._bus = bus
+        self._turns = turns
         self._subscriber: TriggerSubscriber | None = None
         self._lock = threading.Lock()
 
@@ -145,7 +157,7 @@ class ControllerWorker:
             if self._engine is None:
                 self._engine = make_engine(self.warehouse_url)
             self._handler = build_result_handler(
-                self.settings, self.storage, self._engine, self._allocator
+                self.settings, self.storage, self._engine, self._allocator, turns=self._turns
             )
             # an unreachable warehouse pauses the listener instead of poisoning its messages
             self._outage = WarehouseOutageGuard(self._handler.handle, self._engine)
