@@ -10,11 +10,15 @@ checksum costs one row per chunk:
   ``charges`` rows themselves, so a charge lost, duplicated, added, or its quantity altered
   after it was loaded changes them;
 * **id checksum**: the sum, modulo 2**64, of the chunks' *partial* checksums kept on their
-  applied marks (:mod:`shared.warehouse.id_checksum_halves`). The reducer computes each
-  partial from the very transaction ids it loads, and writes it in the same database
-  transaction as those charge rows: the partials of a batch are exactly the ids that were
-  committed, chunk by chunk, never a count kept on the side. A lost, duplicated or
-  substituted id *in what the pipeline delivered* changes the sum.
+  applied marks (:mod:`shared.warehouse.id_checksum_halves`). Each partial covers the
+  transaction ids of one result's rows: the processor that rated them computed it (or, for
+  a result without one, the reducer), and the reducer writes it in the same database
+  transaction as those very rows. The partials of a batch are therefore the ids that were
+  committed, chunk by chunk, never a count kept on the side, and a lost, duplicated or
+  substituted id *in what the pipeline delivered* changes the sum. What a partial taken by
+  the processor cannot see is the reducer itself rewriting an id between the result blob
+  and the insert: the reducer passes the rows through untouched (no Python code runs per
+  row), and the count and invoices below still catch a row it lost or added.
 
 What the checksum no longer proves is that the rows still hold those ids: it is not
 recomputed from ``charges``. A charge row deleted or added behind the controller's back is

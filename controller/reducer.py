@@ -6,8 +6,11 @@ visibility timeout). The effect must land once. One database transaction therefo
 of it:
 
 1. insert the chunk's **applied mark** (primary key ``(batch_id, chunk)``), with the chunk's
-   partial id checksum computed from the very ids step 2 loads (the batch's reconciliation
-   sums these partials instead of re-reading every id, :mod:`controller.reconciliation`),
+   partial id checksum over the very rows step 2 loads (the batch's reconciliation sums
+   these partials instead of re-reading every id, :mod:`controller.reconciliation`). The
+   processor that rated the rows computed it and sent it with them in the result blob,
+   whose sha256 the controller checked; a result without one (an older processor's) has
+   it computed here,
 2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
    ``COPY`` on PostgreSQL, ``executemany`` of tuples on SQLite),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
@@ -96,6 +99,7 @@ def apply_rows(
     currency: str,
     allocator: IdSource,
     processor: str,
+    id_checksum: int | None = None,
 ) -> bool:
     """Apply one chunk's result; ``True`` if this call applied it, ``False`` if it already was.
 
@@ -110,7 +114,9 @@ def apply_rows(
     order_ids = allocator.take(len(rows))
     if len(order_ids) != len(rows):
         raise ValueError(f"{len(order_ids)} order ids for {len(rows)} charges")
-    high, low = id_checksum_halves.split(id_checksum_of(map(_transaction_id, rows)))
+    if id_checksum is None:
+        id_checksum = id_checksum_of(map(_transaction_id, rows))
+    high, low = id_checksum_halves.split(id_checksum)
     try:
         with engine.begin() as connection:
             connection.execute(

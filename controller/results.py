@@ -165,6 +165,7 @@ class ResultHandler:
                     currency=rated.currency,
                     allocator=self._allocator,
                     processor=message.processor,
+                    id_checksum=rated.id_checksum,
                 )
         self._count("chunks_applied" if applied else "chunks_skipped")
         if not applied:

@@ -10,10 +10,15 @@ Python check cost about 2 µs a row in the controller.
 
 Version 2 rows are exactly what the warehouse's loader stores after the columns the
 controller adds (order id, batch, chunk, currency): ``occurred_at`` already in UTC as the
-warehouse spells it (:mod:`shared.domain.utc_text`), then the rated charge. Version 1 rows
-(a line number, then ``occurred_at`` as RFC 3339 text) are still read, converted row by
-row, so that results written by processors of the previous release are applied during a
-rolling upgrade.
+warehouse spells it (:mod:`shared.domain.utc_text`), then the rated charge. A version 2
+document also carries ``id_checksum``, the chunk's partial id checksum over its rows'
+transaction ids (:func:`shared.domain.transactions.id_checksum_of`): the processor hashes
+each id once, so the controller, which all results pass through, does not. Documents
+written before it was added lack it (``None``), and the controller computes it itself.
+
+Version 1 rows (a line number, then ``occurred_at`` as RFC 3339 text) are still read,
+converted row by row, so that results written by processors of the previous release are
+applied during a rolling upgrade.
 """
 
 from __future__ import annotations
@@ -21,13 +26,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from operator import attrgetter
-from typing import Any
+from operator import attrgetter, itemgetter
+from typing import Annotated, Any
 
 import msgspec
 
 from shared.contracts.blob_compression import compress, decode_document
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
+from shared.domain.transactions import ID_CHECKSUM_MODULUS, id_checksum_of
 from shared.domain.utc_text import utc_text, utc_text_of
 
 RESULT_VERSION = 2
@@ -35,6 +41,7 @@ RESULT_VERSION = 2
 COLUMNS = ("occurred_at_utc", *CHARGE_FIELDS)
 SUBTOTAL_COLUMNS = INVOICE_SUMS
 _charge_values = attrgetter(*CHARGE_FIELDS)
+_transaction_id = itemgetter(COLUMNS.index("transaction_id"))
 _subtotal_values = attrgetter(*INVOICE_SUMS)
 
 ResultRow = tuple[str, str, str, str, str, int, int, int, int, int, int, int]
@@ -62,8 +69,13 @@ class _Header(msgspec.Struct, frozen=True, tag_field="v"):
     subtotals: dict[str, Subtotal]
 
 
+#: Below 2**64 too, which :func:`decode_result_rows` checks (msgspec bounds stop at int64).
+IdChecksum = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class _Document(_Header, frozen=True, tag=RESULT_VERSION):
     rows: list[ResultRow]
+    id_checksum: IdChecksum | None = None
 
 
 class _DocumentV1(_Header, frozen=True, tag=1):
@@ -101,7 +113,8 @@ class RatedRows:
     """A result blob as rows: what the controller loads, with no object per charge.
 
     ``rows`` are tuples in :data:`COLUMNS` order; ``subtotals`` map a customer id to its
-    figures in :data:`SUBTOTAL_COLUMNS` order.
+    figures in :data:`SUBTOTAL_COLUMNS` order; ``id_checksum`` is the rows' partial id
+    checksum, None when the document predates it.
     """
 
     batch_id: str
@@ -110,6 +123,7 @@ class RatedRows:
     pricebook_version: str
     rows: list[ResultRow]
     subtotals: dict[str, Subtotal]
+    id_checksum: int | None
 
 
 def encode_result(
@@ -141,7 +155,8 @@ def encode_result_rows(
     rows: Sequence[Sequence[Any]],
     subtotals: Mapping[str, Sequence[int]],
 ) -> bytes:
-    """The result blob's bytes from rows in :data:`COLUMNS` order (the integer rater's)."""
+    """The result blob's bytes from rows in :data:`COLUMNS` order (the integer rater's),
+    with their partial id checksum."""
     document = {
         "v": RESULT_VERSION,
         "batch_id": batch_id,
@@ -152,6 +167,7 @@ def encode_result_rows(
         "rows": rows,
         "subtotal_columns": SUBTOTAL_COLUMNS,
         "subtotals": subtotals,
+        "id_checksum": id_checksum_of(map(_transaction_id, rows)),
     }
     return compress(_encoder.encode(document))
 
@@ -189,6 +205,11 @@ def decode_result_rows(data: bytes) -> RatedRows:
     if document.subtotal_columns != SUBTOTAL_COLUMNS:
         raise ChunkResultError(f"unexpected subtotal columns {list(document.subtotal_columns)!r}")
     rows = document.rows if isinstance(document, _Document) else _rows_of_v1(document.rows)
+    id_checksum = document.id_checksum if isinstance(document, _Document) else None
+    if id_checksum is not None and id_checksum >= ID_CHECKSUM_MODULUS:
+        raise ChunkResultError(
+            "malformed chunk result: an id checksum must be below 2**64 - at `$.id_checksum`"
+        )
     return RatedRows(
         batch_id=document.batch_id,
         chunk=document.chunk,
@@ -196,6 +217,7 @@ def decode_result_rows(data: bytes) -> RatedRows:
         pricebook_version=document.pricebook_version,
         rows=rows,
         subtotals=document.subtotals,
+        id_checksum=id_checksum,
     )
 
 

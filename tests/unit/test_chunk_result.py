@@ -20,6 +20,7 @@ from shared.contracts.chunk_result import (
     encode_result_rows,
 )
 from shared.domain.charges import CHARGE_FIELDS, RatedCharge, subtotals
+from shared.domain.transactions import id_checksum_of
 
 CHARGES = [
     RatedCharge("T-1", "C-1", "SKU", "EU", 3, 100, 300, 0, 300, 60, 360),
@@ -58,6 +59,18 @@ def test_rows_are_the_loaders_last_columns_with_utc_text() -> None:
         "C-1": (1, 3, 300, 0, 300, 60, 360),
         "C-2": (1, 1, 100, 5, 95, 19, 114),
     }
+
+
+def test_the_result_carries_its_rows_partial_id_checksum() -> None:
+    assert decode_result_rows(blob()).id_checksum == id_checksum_of(["T-1", "T-2"])
+
+
+def test_a_version_2_result_written_before_the_checksum_reads_as_none() -> None:
+    written = document(blob())
+    del written["id_checksum"]
+    rated = decode_result_rows(compress(json.dumps(written).encode()))
+    assert rated.id_checksum is None
+    assert rated.rows == decode_result_rows(blob()).rows
 
 
 def test_charge_objects_round_trip_as_aware_utc_datetimes() -> None:
@@ -111,6 +124,8 @@ def _broken(change: str) -> bytes:
         written["rows"][0][-1] = "360"
     elif change == "subtotal":
         written["subtotals"]["C-1"] = [1, 2]
+    elif change == "checksum":
+        written["id_checksum"] = 2**64
     return compress(json.dumps(written).encode())
 
 
@@ -125,6 +140,7 @@ def _broken(change: str) -> bytes:
         (_broken("short row"), r"malformed chunk result.*\$\.rows\[0\]"),
         (_broken("text amount"), r"malformed chunk result.*\$\.rows\[0\]"),
         (_broken("subtotal"), r"malformed chunk result.*\$\.subtotals"),
+        (_broken("checksum"), r"malformed chunk result.*\$\.id_checksum"),
     ],
     ids=[
         "not compressed",
@@ -135,6 +151,7 @@ def _broken(change: str) -> bytes:
         "short row",
         "text",
         "sums",
+        "checksum beyond 64 bits",
     ],
 )
 def test_anything_else_is_a_clear_error_that_says_where(data: bytes, message: str) -> None:

@@ -7,21 +7,25 @@ import threading
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from operator import attrgetter
 
 import pytest
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from controller.reducer import IdSource, apply_chunk, is_applied
+from controller.reducer import IdSource, apply_chunk, apply_rows, is_applied
 from shared.contracts.chunk_result import ChargeRow
-from shared.domain.charges import INVOICE_SUMS, CustomerSubtotal, RatedCharge
+from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.transactions import id_checksum_of
+from shared.domain.utc_text import utc_text
 from shared.warehouse import AppliedChunk, Charge, Invoice
 from shared.warehouse.id_checksum_halves import join_sums
 from tests.warehouse.conftest import add_batch
 
 CUSTOMERS = ("acme", "globex", "initech")
+charge_values = attrgetter(*CHARGE_FIELDS)
+subtotal_values = attrgetter(*INVOICE_SUMS)
 
 
 def rated_chunk(chunk: int, size: int = 50) -> list[ChargeRow]:
@@ -155,6 +159,30 @@ def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -
     )
     assert is_applied(engine, "b1", 0)
     assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+
+
+def test_the_mark_carries_the_checksum_the_processor_sent_with_the_rows(engine: Engine) -> None:
+    """The processor hashes the ids; the reducer, which every result passes, does not."""
+    add_batch(engine, "b1", transactions=50)
+    charges = rated_chunk(0)
+    sent = (id_checksum_of(row.charge.transaction_id for row in charges) + 1) % 2**64
+
+    applied = apply_rows(
+        engine,
+        batch_id="b1",
+        chunk=0,
+        rows=[(utc_text(row.occurred_at), *charge_values(row.charge)) for row in charges],
+        subtotals={s.customer_id: subtotal_values(s) for s in subtotals_of(charges)},
+        currency="EUR",
+        allocator=CountingIds(),
+        processor="proc-1",
+        id_checksum=sent,  # not the rows' own: shows which one the mark takes
+    )
+
+    assert applied is True
+    with Session(engine) as session:
+        mark = session.scalars(select(AppliedChunk)).one()
+    assert join_sums(mark.id_checksum_high, mark.id_checksum_low) == sent
 
 
 def test_applying_the_same_chunk_again_changes_nothing(engine: Engine) -> None:
