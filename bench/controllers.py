@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass
 from multiprocessing.synchronize import Barrier, Event
 from pathlib import Path
@@ -186,8 +186,9 @@ def _controller(
     done: Event,
     cpu: multiprocessing.Queue[float],
 ) -> None:
+    settings = settings.model_copy(update={"controller_write_turns": turns})
     storage = open_storage(settings)
-    worker = ControllerWorker(settings, storage, turns=None if turns else nullcontext())
+    worker = ControllerWorker(settings, storage)
     barrier.wait(timeout=120)
     started = time.process_time()
     worker.start()

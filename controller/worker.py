@@ -24,6 +24,7 @@ from sqlalchemy import Engine
 from controller.failed_chunks import FailedChunks
 from controller.outage import WarehouseOutageGuard
 from controller.results import ControllerCounters, ResultHandler
+from controller.write_turns import write_turns
 from shared import listener_settings, otel_metrics
 from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.bus.subscriber import TriggerSubscriber
@@ -63,8 +64,11 @@ def build_result_handler(
     *,
     turns: AbstractContextManager[object] | None = None,
 ) -> ResultHandler:
-    """The handler a worker runs, on the resources ``settings`` name (``turns``: see
-    :class:`ResultHandler`)."""
+    """The handler a worker runs, on the resources ``settings`` name. ``turns``: what its
+    handlers hold while they decode and write a result; default
+    :func:`~controller.write_turns.write_turns` as ``settings`` say."""
+    if turns is None:
+        turns = write_turns(engine, enabled=settings.controller_write_turns)
     return ResultHandler(
         engine=engine,
         results=storage.container(settings.results_container),
@@ -111,15 +115,12 @@ class ControllerWorker:
         listener_config: ListenerConfig | None = None,
         instance_id: str | None = None,
         bus: TriggerBus | None = None,
-        turns: AbstractContextManager[object] | None = None,
     ) -> None:
         """``engine``: a warehouse engine to use (and leave open); default: one made from
         ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
         default :func:`controller_listener_config`. ``bus``: the trigger topic; the
         controller then hears about each accepted batch and looks at its queue at once
-        instead of waiting out its back-off (its results follow within seconds). ``turns``:
-        what the handlers hold while they decode and write a result; default
-        :func:`controller.write_turns.write_turns` (``bench.controllers`` measures without)."""
+        instead of waiting out its back-off (its results follow within seconds)."""
         self.settings = settings
         self.storage = storage
         self.instance_id = instance_id or new_instance_id()
@@ -131,7 +132,6 @@ class ControllerWorker:
         self._listener: QueueListener | None = None
         self._outage: WarehouseOutageGuard | None = None
         self._bus = bus
-        self._turns = turns
         self._subscriber: TriggerSubscriber | None = None
         self._lock = threading.Lock()
 
@@ -157,7 +157,7 @@ class ControllerWorker:
             if self._engine is None:
                 self._engine = make_engine(self.warehouse_url)
             self._handler = build_result_handler(
-                self.settings, self.storage, self._engine, self._allocator, turns=self._turns
+                self.settings, self.storage, self._engine, self._allocator
             )
             # an unreachable warehouse pauses the listener instead of poisoning its messages
             self._outage = WarehouseOutageGuard(self._handler.handle, self._engine)
@@ -186,6 +186,8 @@ class ControllerWorker:
             self.settings.output_queue,
             self._engine.url.render_as_string(hide_password=True),
         )
+        if self._engine.dialect.name == "sqlite" and not self.settings.controller_write_turns:
+            log.info("its handlers do not take turns to write (BILLING_CONTROLLER_WRITE_TURNS)")
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop listening and wait up to ``timeout`` s for in-flight messages; True if clean.

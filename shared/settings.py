@@ -132,6 +132,11 @@ class Settings(BaseSettings):
     id_range_size: int = Field(default=100_000, ge=1)
     id_max_retries: int = Field(default=50, ge=1)
 
+    # --- controller -----------------------------------------------------------------------
+    #: On SQLite the controller's handlers take turns to decode and write a result
+    #: (controller.write_turns); false lets them meet in SQLite's busy handler, to measure.
+    controller_write_turns: bool = True
+
     # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
     startup_timeout_seconds: float = Field(default=300.0, gt=0)
     #: a file the processor and controller touch while healthy (shared.liveness); unset: none

@@ -45,6 +45,7 @@ PROMISED: dict[str, set[str]] = {
         "hot_path.requests_per_1000",
         "hot_path.kind.queue.get.requests_per_1000",  # what `billing cost` prices
     },
+    "write_turns": {"turns.median_seconds", "no_turns.median_seconds", "turns_speedup"},
     "celery_reference": {
         "celery.transactions_per_second",
         "ours.transactions_per_second",

@@ -28,10 +28,11 @@ ENTER_TIMEOUT_SECONDS = 10.0
 WAITING_SECONDS = 0.3
 
 
-def test_a_second_handler_waits_for_the_turn_on_sqlite_and_not_on_postgresql(
-    warehouse: Engine,
+@pytest.mark.parametrize("enabled", [True, False], ids=["turns", "turns off"])
+def test_a_second_handler_waits_for_the_turn_on_sqlite_only_and_only_with_turns(
+    warehouse: Engine, enabled: bool
 ) -> None:
-    turns = write_turns(warehouse)
+    turns = write_turns(warehouse, enabled=enabled)
     entered = threading.Event()
 
     def second_handler() -> None:
@@ -41,10 +42,10 @@ def test_a_second_handler_waits_for_the_turn_on_sqlite_and_not_on_postgresql(
     with turns:
         other = threading.Thread(target=second_handler)
         other.start()
-        if warehouse.dialect.name == "sqlite":
+        if enabled and warehouse.dialect.name == "sqlite":
             assert not entered.wait(WAITING_SECONDS), "a second writer got in during a turn"
         else:
-            assert entered.wait(ENTER_TIMEOUT_SECONDS), "PostgreSQL handlers should not wait"
+            assert entered.wait(ENTER_TIMEOUT_SECONDS), "this handler should not have waited"
     assert entered.wait(ENTER_TIMEOUT_SECONDS), "the second handler never got its turn"
     other.join(ENTER_TIMEOUT_SECONDS)
 
