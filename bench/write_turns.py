@@ -4,8 +4,9 @@
 
 On SQLite a controller's handlers take turns to decode and write a result
 (:mod:`controller.write_turns`). On the reduce alone, with every result already waiting,
-that makes no difference (``bench.controllers`` prints the ratio); what it is for is the
-pipeline, where results arrive while two processors rate and compete for the same cores.
+the gain moves from nothing to a third between runs (``bench.controllers`` prints it);
+what the turns are for is the pipeline, where results arrive while two processors rate
+and compete for the same cores.
 So this runs the whole demo (initiator, processors, controller as processes, embedded
 backend + SQLite), alternately with the turns and with ``BILLING_CONTROLLER_WRITE_TURNS=false``,
 ``--pairs`` times, and prints every run, the medians and their ratio. Medians, because one
