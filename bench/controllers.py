@@ -145,7 +145,9 @@ def _reduce(
     deployment: Deployment, url: str, batch_id: str, results: list[str], variant: Variant
 ) -> tuple[float, float]:
     """Seconds until the variant's controllers have closed the batch; their CPU seconds."""
-    settings = deployment.settings.model_copy(update={"warehouse_url": url})
+    settings = deployment.settings.model_copy(
+        update={"warehouse_url": url, "controller_write_turns": variant.turns}
+    )
     upgrade(url)
     output = deployment.storage.queue(settings.output_queue)
     output.clear()
@@ -156,9 +158,7 @@ def _reduce(
     done = context.Event()
     cpu: multiprocessing.Queue[float] = context.Queue()
     children = [
-        context.Process(
-            target=_controller, args=(settings, variant.turns, barrier, done, cpu), daemon=True
-        )
+        context.Process(target=_controller, args=(settings, barrier, done, cpu), daemon=True)
         for _ in range(variant.controllers)
     ]
     for child in children:
@@ -180,13 +180,8 @@ def _reduce(
 
 
 def _controller(
-    settings: Settings,
-    turns: bool,
-    barrier: Barrier,
-    done: Event,
-    cpu: multiprocessing.Queue[float],
+    settings: Settings, barrier: Barrier, done: Event, cpu: multiprocessing.Queue[float]
 ) -> None:
-    settings = settings.model_copy(update={"controller_write_turns": turns})
     storage = open_storage(settings)
     worker = ControllerWorker(settings, storage)
     barrier.wait(timeout=120)

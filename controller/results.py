@@ -36,7 +36,6 @@ from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
 from controller.progress import BatchRecordUpdates, progress_due
 from controller.reducer import IdSource, apply_rows, is_applied
-from controller.write_turns import write_turns
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import RatedRows, decode_result_rows
 from shared.contracts.messages import ChunkFailed, ChunkResult
@@ -87,10 +86,10 @@ class ResultHandler:
         records: BatchRecords,
         failures: FailedChunks,
         allocator: IdSource,
-        turns: AbstractContextManager[object] | None = None,
+        turns: AbstractContextManager[object],
     ) -> None:
-        """``turns``: what a handler holds while it decodes and writes a result; default
-        :func:`controller.write_turns.write_turns` of ``engine``."""
+        """``turns``: what a handler holds while it decodes and writes a result
+        (:func:`controller.write_turns.write_turns`)."""
         self._engine = engine
         self._results = results
         self._records = records
@@ -101,7 +100,7 @@ class ResultHandler:
         self._updates = BatchRecordUpdates(records)
         self._lock = threading.Lock()
         self._counters = ControllerCounters()
-        self._turns = write_turns(engine) if turns is None else turns
+        self._turns = turns
 
     def counters(self) -> ControllerCounters:
         with self._lock:
