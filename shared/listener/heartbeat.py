@@ -11,9 +11,12 @@ and queues drain as they happen, not minutes later. Each write is also logged, w
 the periodic state log for free.
 
 Each entity carries, besides the threads active at that moment, ``peak_active_threads``:
-the most active at once since the previous entity. Threads that start and retire between
-two beats show there, and a beat whose peak was above the threads now running is followed
-by a prompt one, so a reader sees the peak come back down too.
+the most active at once over the last ``peak_hold`` seconds (:data:`PEAK_HOLD_SECONDS`), and
+at least since the previous entity. Threads that start and retire between two beats show
+there. The hold is there for readers that sample slower than the prompt beats (the
+dashboard samples every 2 s, the beats can come every second): a peak followed at once by
+a lower one would otherwise be gone before they look. When the hold expires the lower peak
+is a change of shape, written promptly, so a reader sees the peak come back down too.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import secrets
 import socket
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -37,6 +41,9 @@ log = logging.getLogger(__name__)
 #: An idle instance's heartbeat interval: 12 writes an hour, a fifth of an idle processor's
 #: request budget; readers wait a couple of these before calling an instance gone.
 HEARTBEAT_IDLE_SECONDS = 300.0
+#: How long an entity keeps showing a peak of threads: three of the dashboard sampler's
+#: 2-second intervals, so a sample that comes late still sees it.
+PEAK_HOLD_SECONDS = 6.0
 
 
 def new_instance_id() -> str:
@@ -57,6 +64,7 @@ class Heartbeat:
         busy_interval: float = 10.0,
         idle_interval: float = HEARTBEAT_IDLE_SECONDS,
         prompt_interval: float = 1.0,
+        peak_hold: float = PEAK_HOLD_SECONDS,
         extra: Callable[[], Mapping[str, Any]] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -68,6 +76,7 @@ class Heartbeat:
         self._busy_interval = busy_interval
         self._idle_interval = idle_interval
         self._prompt_interval = prompt_interval
+        self._peak_hold = peak_hold
         self._extra = extra
         self._clock = clock
         self._started_at = datetime.now(UTC)
@@ -75,6 +84,7 @@ class Heartbeat:
         self._last_progress: tuple[int, int, int] | None = None
         self._last_shape: tuple[int, int, int, int] | None = None
         self._unwritten_peak = 0  # taken for a write that failed: the next write carries it
+        self._taken_peaks: deque[tuple[float, int]] = deque()  # (when, peak), within the hold
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"heartbeat-{role}", daemon=True)
 
@@ -95,12 +105,14 @@ class Heartbeat:
     def beat_if_due(self) -> bool:
         """Write now if the throttle allows; True if an entity was written."""
         snapshot = self._state.snapshot()
+        now = self._clock()
+        held = self._held_peak(now, snapshot.peak_active_threads)
+        snapshot = snapshot.model_copy(update={"peak_active_threads": held})
         progress = (snapshot.handled, snapshot.errors, snapshot.poisoned)
         busy = snapshot.in_flight > 0 or progress != self._last_progress
         interval = self._busy_interval if busy else self._idle_interval
         if _shape(snapshot) != self._last_shape:
             interval = min(interval, self._prompt_interval)
-        now = self._clock()
         if self._last_write is not None and now - self._last_write < interval:
             return False
         self._last_progress = progress
@@ -136,9 +148,20 @@ class Heartbeat:
             properties.update(self._extra())
         return Entity(partition_key=self.role, row_key=self.instance_id, properties=properties)
 
+    def _held_peak(self, now: float, fresh: int) -> int:
+        """The most threads active at once within the hold: ``fresh`` (since the peak was
+        last taken), the peaks taken for the entities of the last ``peak_hold`` seconds, and
+        one that a failed write could not carry."""
+        while self._taken_peaks and now - self._taken_peaks[0][0] >= self._peak_hold:
+            self._taken_peaks.popleft()
+        return max([fresh, self._unwritten_peak, *(peak for _, peak in self._taken_peaks)])
+
     def _write(self, snapshot: ListenerSnapshot, status: str) -> bool:
-        # The peak since the previous entity, taken (and restarted) for this one.
-        peak = max(self._state.take_peak_active(), self._unwritten_peak)
+        # The peak since the previous entity is taken (and restarted) for this one, and held.
+        now = self._clock()
+        taken = self._state.take_peak_active()
+        peak = self._held_peak(now, taken)
+        self._taken_peaks.append((now, taken))
         snapshot = snapshot.model_copy(update={"peak_active_threads": peak})
         try:
             self.table.upsert(self.entity(snapshot, status))

@@ -131,7 +131,8 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
 
     # The processor started dequeue threads as the depth rose (the rule gives up to 3 for
     # this depth), and they retired once the queues were empty. A fast processor starts and
-    # retires them between two heartbeats: the active line is each beat's peak, so it rose
+    # retires them between two heartbeats: the active line is each beat's peak (held 6 s,
+    # longer than the page's 2-second samples, so no sample misses it), so it rose
     # to the threads that ran however short their lives, and came back to zero.
     instance = page.locator("#processors tbody tr").first.get_attribute("data-key")
     started = series_line(page, "chart-threads", f"{instance} started")

@@ -30,7 +30,7 @@ class RecordingTable:
         return entity
 
 
-def make(clock: list[float]) -> tuple[Heartbeat, ListenerState, RecordingTable]:
+def make(clock: list[float], **options: float) -> tuple[Heartbeat, ListenerState, RecordingTable]:
     state = ListenerState()
     table = RecordingTable()
     beat = Heartbeat(
@@ -39,6 +39,7 @@ def make(clock: list[float]) -> tuple[Heartbeat, ListenerState, RecordingTable]:
         role="processor",
         instance_id="host-1-abc",
         clock=lambda: clock[0],
+        **options,  # type: ignore[arg-type]
     )
     return beat, state, table
 
@@ -95,7 +96,7 @@ def burst(state: ListenerState, threads: int) -> None:
 
 def test_each_beat_carries_the_peak_of_threads_since_the_previous_one() -> None:
     clock = [0.0]
-    beat, state, table = make(clock)
+    beat, state, table = make(clock, peak_hold=0.5)  # shorter than a beat: no hold here
     assert beat.beat_if_due()
     burst(state, 3)
     clock[0] += 1
@@ -117,6 +118,52 @@ def test_each_beat_carries_the_peak_of_threads_since_the_previous_one() -> None:
         (w.properties["active_threads"], w.properties["peak_active_threads"]) for w in table.writes
     ]
     assert figures == [(0, 0), (0, 3), (0, 0), (1, 1), (0, 1), (0, 0)]
+
+
+def test_a_peak_is_held_for_the_hold_then_comes_down_promptly() -> None:
+    clock = [0.0]
+    beat, state, table = make(clock, peak_hold=6.0)
+    assert beat.beat_if_due()
+    burst(state, 3)
+    clock[0] += 1
+    assert beat.beat_if_due()
+    state.thread_started()  # a change of shape within the hold: written, the peak still 3
+    clock[0] += 1
+    assert beat.beat_if_due()
+    state.thread_ended(retired=True)
+    clock[0] += 1
+    assert beat.beat_if_due()
+    clock[0] += 4.5  # 7.5 s: the 3 taken at 1 s has expired; the 1s taken at 2 and 3 s hold
+    assert beat.beat_if_due()
+    clock[0] += 1
+    assert not beat.beat_if_due()  # 8.5 s: the 1 taken at 3 s still holds
+    clock[0] += 1
+    assert beat.beat_if_due()  # 9.5 s: nothing holds
+
+    figures = [
+        (w.properties["active_threads"], w.properties["peak_active_threads"]) for w in table.writes
+    ]
+    assert figures == [(0, 0), (0, 3), (1, 3), (0, 3), (0, 1), (0, 0)]
+
+
+def test_a_reader_slower_than_the_beats_sees_every_burst() -> None:
+    """The dashboard samples every 2 s while busy beats come every second: each burst of
+    threads, however short, is in an entity the reader reads."""
+    clock = [0.0]
+    beat, state, table = make(clock)
+    seen: list[int] = []
+    for second in range(40):
+        if second % 5 == 0:
+            burst(state, 2 + second // 5)  # bursts of 2, 3, ... 9 threads
+        elif second % 5 == 1:
+            state.thread_started()  # a change of shape at once after, beaten promptly
+            state.thread_ended(retired=True)
+        beat.beat_if_due()
+        if second % 2 == 1:  # the reader, out of step with the beats
+            seen.append(table.writes[-1].properties["peak_active_threads"])
+        clock[0] += 1
+    for threads in range(2, 10):
+        assert threads in seen, (threads, seen)
 
 
 def test_a_peak_taken_for_a_failed_write_goes_with_the_next_one() -> None:
