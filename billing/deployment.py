@@ -10,7 +10,9 @@
 All-in-one mode, the processes of ``billing processor`` and ``billing controller``, the
 end-to-end tests, the processor tests and the benchmarks assemble their deployments here.
 ``own_connections=True`` gives each role its own storage and bus handles, as separate
-processes would have; otherwise every role shares the deployment's.
+processes would have; otherwise every role shares the deployment's. A role's code is
+imported when the role is made, so a processor process never loads the initiator's web
+stack or the controller's warehouse.
 """
 
 from __future__ import annotations
@@ -18,12 +20,8 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from controller.worker import ControllerWorker
-from initiator.app import create_app
-from initiator.server import InitiatorServer
-from processor.worker import ProcessorWorker
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
 from shared.closing import Closing
@@ -32,6 +30,11 @@ from shared.provision import ensure_resources
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import StorageAccount
+
+if TYPE_CHECKING:
+    from controller.worker import ControllerWorker
+    from initiator.server import InitiatorServer
+    from processor.worker import ProcessorWorker
 
 R = TypeVar("R", bound=Role)
 C = TypeVar("C", StorageAccount, TriggerBus)
@@ -76,11 +79,15 @@ class Deployment(Closing):
 
     def processor(self, **options: Any) -> ProcessorWorker:
         """A processor (not started); ``options`` as :class:`ProcessorWorker` takes them."""
+        from processor.worker import ProcessorWorker  # each role imports only its own code
+
         storage, bus = self.connections()
         return ProcessorWorker(self.settings, storage, bus, **options)
 
     def controller(self, *, trigger: bool = True, **options: Any) -> ControllerWorker:
         """A controller (not started); ``trigger``: wake on accepted batches."""
+        from controller.worker import ControllerWorker
+
         storage, bus = self.connections()
         return ControllerWorker(self.settings, storage, bus=bus if trigger else None, **options)
 
@@ -89,6 +96,9 @@ class Deployment(Closing):
     ) -> InitiatorServer:
         """The HTTP API (not started). With shared connections the app uses the deployment's;
         with its own, the app opens them at start-up, as ``billing initiator`` does."""
+        from initiator.app import create_app
+        from initiator.server import InitiatorServer
+
         connections = None if self._own_connections else (self.storage, self.bus)
         return InitiatorServer(
             create_app(self.settings, connections=connections),
