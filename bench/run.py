@@ -34,6 +34,7 @@ BENCHMARKS: dict[str, str] = {
     "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
     "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
     "write_turns": "end to end with and without the controller's write turns (SQLite)",
+    "stream": "a stream of batches back to back against one batch of the same size",
     "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
     "reconciliation": "closing a batch: reconciliation per row vs per batch, SQLite and PostgreSQL",
 }

@@ -72,6 +72,71 @@ def _backend_env(
         server.close()
 
 
+@dataclass(frozen=True)
+class StreamResult:
+    """Batches submitted back to back, each POST as soon as the previous one's 202 came."""
+
+    statuses: list[dict[str, Any]]
+    transactions: int  # over every batch
+    seconds: float  # the first POST until the last batch completed
+    intake_seconds: list[float]  # per batch: its POST until its 202
+
+    @property
+    def reconciled(self) -> bool:
+        return all(status.get("reconciled") is True for status in self.statuses)
+
+    @property
+    def throughput(self) -> float:
+        return self.transactions / self.seconds if self.seconds else 0.0
+
+
+@dataclass(frozen=True)
+class _Pipeline:
+    root: Path
+    cluster: Cluster
+    base_url: str
+    api_key: str
+    client: httpx.Client
+
+
+@contextmanager
+def _running_pipeline(
+    *,
+    processes: int,
+    backend: Backend,
+    keep: Path | None = None,
+    storage_connection_string: str | None = None,
+    environment: Mapping[str, str] | None = None,
+) -> Iterator[_Pipeline]:
+    """Controller, processors and initiator as processes, healthy, and a client for the API;
+    stopped when the block ends."""
+    with ExitStack() as stack:
+        root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
+        env = stack.enter_context(_backend_env(backend, root / "data", storage_connection_string))
+        port, key = free_port(), secrets.token_urlsafe(24)
+        env |= {
+            "BILLING_API_KEYS": key,
+            "BILLING_PORT": str(port),
+            meter.EXPORT_DIR_ENV: str(root / "meter"),
+            **(environment or {}),
+        }
+        cluster = Cluster(env=env, logs=root / "logs")
+        stack.callback(cluster.stop)
+        cluster.start("controller")
+        cluster.start("processor", "--processes", str(processes))
+        cluster.start("initiator")
+        base_url = f"http://127.0.0.1:{port}"
+        cluster.wait_healthy(base_url)
+        client = stack.enter_context(
+            httpx.Client(
+                base_url=base_url,
+                headers={"Authorization": f"Bearer {key}"},
+                timeout=httpx.Timeout(30.0, read=None),
+            )
+        )
+        yield _Pipeline(root, cluster, base_url, key, client)
+
+
 def run_demo(
     *,
     transactions: int = 100_000,
@@ -92,40 +157,25 @@ def run_demo(
     ``backend="azurite"``, ``storage_connection_string`` points the roles at an Azurite
     the caller runs (e.g. behind a counting proxy) instead of one started for the run.
     ``environment`` adds variables (``BILLING_*`` settings) for every role."""
-    with ExitStack() as stack:
-        root = keep or Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="billing-")))
-        env = stack.enter_context(_backend_env(backend, root / "data", storage_connection_string))
-        port, key = free_port(), secrets.token_urlsafe(24)
-        env |= {
-            "BILLING_API_KEYS": key,
-            "BILLING_PORT": str(port),
-            meter.EXPORT_DIR_ENV: str(root / "meter"),
-            **(environment or {}),
-        }
-        cluster = Cluster(env=env, logs=root / "logs")
-        stack.callback(cluster.stop)
-        cluster.start("controller")
-        cluster.start("processor", "--processes", str(processes))
-        cluster.start("initiator")
-        base_url = f"http://127.0.0.1:{port}"
-        cluster.wait_healthy(base_url)
+    with _running_pipeline(
+        processes=processes,
+        backend=backend,
+        keep=keep,
+        storage_connection_string=storage_connection_string,
+        environment=environment,
+    ) as pipeline:
+        root, cluster, client = pipeline.root, pipeline.cluster, pipeline.client
         if on_ready is not None:
-            on_ready(base_url, key)
-
+            on_ready(pipeline.base_url, pipeline.api_key)
         batch_file = root / "batch.csv"
         write_batch_file(batch_file, transactions, customers=500, seed=7, file_format="csv")
-        with httpx.Client(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {key}"},
-            timeout=httpx.Timeout(30.0, read=None),
-        ) as client:
-            cpu_before, started = cluster.cpu_seconds("initiator"), time.monotonic()
-            batch_id = _submit(client, batch_file)
-            intake_seconds = time.monotonic() - started
-            intake_cpu_seconds = cluster.cpu_seconds("initiator") - cpu_before
-            status, polls = _wait_until_done(client, cluster, batch_id, timeout)
-            seconds = time.monotonic() - started
-            invoices = _top_invoices(client, batch_id)
+        cpu_before, started = cluster.cpu_seconds("initiator"), time.monotonic()
+        batch_id = _submit(client, batch_file)
+        intake_seconds = time.monotonic() - started
+        intake_cpu_seconds = cluster.cpu_seconds("initiator") - cpu_before
+        status, polls = _wait_until_done(client, cluster, batch_id, timeout)
+        seconds = time.monotonic() - started
+        invoices = _top_invoices(client, batch_id)
         if linger is not None:
             linger()
         cluster.stop()
@@ -140,6 +190,40 @@ def run_demo(
             intake_seconds=intake_seconds,
             intake_cpu_seconds=intake_cpu_seconds,
         )
+    raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
+
+
+def run_stream(
+    *,
+    batches: int,
+    transactions: int,
+    processes: int = 2,
+    backend: Backend = "embedded",
+    timeout: float = 300.0,
+    environment: Mapping[str, str] | None = None,
+) -> StreamResult:
+    """Like :func:`run_demo`, with ``batches`` batches of ``transactions`` each (the demo's
+    customers, one seed each) POSTed one after the other: the initiator takes the next
+    batch while the processors and the controller work on the ones it accepted."""
+    with _running_pipeline(
+        processes=processes, backend=backend, environment=environment
+    ) as pipeline:
+        files = [pipeline.root / f"batch-{n}.csv" for n in range(batches)]
+        for seed, path in enumerate(files, start=7):
+            write_batch_file(path, transactions, customers=500, seed=seed, file_format="csv")
+        intake_seconds: list[float] = []
+        batch_ids: list[str] = []
+        started = time.monotonic()
+        for path in files:
+            posted = time.monotonic()
+            batch_ids.append(_submit(pipeline.client, path))
+            intake_seconds.append(time.monotonic() - posted)
+        statuses = [
+            _wait_until_done(pipeline.client, pipeline.cluster, batch_id, timeout)[0]
+            for batch_id in batch_ids
+        ]
+        seconds = time.monotonic() - started
+        return StreamResult(statuses, batches * transactions, seconds, intake_seconds)
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
 

@@ -46,6 +46,12 @@ PROMISED: dict[str, set[str]] = {
         "hot_path.kind.queue.get.requests_per_1000",  # what `billing cost` prices
     },
     "write_turns": {"turns.median_seconds", "no_turns.median_seconds", "turns_speedup"},
+    "stream": {
+        "one.transactions_per_second",
+        "stream.transactions_per_second",
+        "stream_over_one",
+        "lean.transactions_per_second",
+    },
     "celery_reference": {
         "celery.transactions_per_second",
         "ours.transactions_per_second",
