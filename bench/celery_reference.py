@@ -49,7 +49,7 @@ from bench.deployment import batch_file
 from bench.end_to_end import DEMO_CUSTOMERS, DEMO_SEED
 from bench.report import Cell, Report, base_parser
 from bench.run import REPO_ROOT
-from billing.demo.scenario import run_demo
+from billing.demo.scenario import run_demo, run_stream
 from billing.devtools.azurite import AzuriteInfo, AzuriteServer, azurite_dir, ensure_azurite
 from shared import meter
 from shared.domain.pricebook import sample_pricebook
@@ -90,10 +90,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="Celery prefork children")
     parser.add_argument("--processes", type=int, default=2, help="billing processor processes")
     parser.add_argument(
+        "--stream-batches",
+        type=int,
+        default=None,
+        help="also run this project with the transactions as this many batches back to back "
+        "(default 5; 2 with --quick; 0: not)",
+    )
+    parser.add_argument(
         "--ours-first", action="store_true", help="run this project before Celery (order bias)"
     )
     args = parser.parse_args(argv)
     transactions: int = args.transactions or (4_000 if args.quick else 200_000)
+    stream_batches: int = (
+        (2 if args.quick else 5) if args.stream_batches is None else (args.stream_batches)
+    )
     report = Report(benchmark="celery_reference", quick=args.quick)
 
     server = AzuriteServer(ensure_azurite(azurite_dir()))
@@ -105,10 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             celery = run_celery(proxy, transactions, args.chunk_rows, args.workers)
             if not args.ours_first:
                 ours = run_ours(proxy, transactions, args.processes)
+            stream = (
+                run_ours_stream(proxy, transactions, args.processes, stream_batches)
+                if stream_batches
+                else None
+            )
     finally:
         server.close()
 
     add_comparison(report, celery, ours, args.chunk_rows, args.workers, args.processes)
+    if stream is not None:
+        add_stream(report, celery[0], stream)
     report.emit(args.json)
     return 0
 
@@ -296,6 +313,57 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
             note=f"{demo.status_polls} polls x "
             + ", ".join(f"{kind} {n}" for kind, n in sorted(per_poll.items())),
         ),
+    )
+
+
+def run_ours_stream(proxy: CountingProxy, transactions: int, processes: int, batches: int) -> Run:
+    """The same transactions as ``batches`` batches POSTed back to back (:func:`run_stream`),
+    requests counted from the roles being ready until the last batch completed (its
+    status polls included: one per batch at the end)."""
+    print(f"  this project: {transactions:,} transactions in {batches} batches", file=sys.stderr)
+    marks: list[dict[str, int]] = []
+    assert proxy.info is not None
+    stream = run_stream(
+        batches=batches,
+        transactions=transactions // batches,
+        processes=processes,
+        backend="azurite",
+        storage_connection_string=proxy.info.connection_string,
+        on_ready=lambda _url, _key: marks.append(proxy.snapshot()),
+        linger=lambda: marks.append(proxy.snapshot()),
+    )
+    if not stream.reconciled:
+        raise RuntimeError(f"a batch of the stream did not reconcile: {stream.statuses}")
+    before, after = marks
+    name = f"this project, {batches} batches back to back"
+    return Run(name, stream.transactions, stream.seconds, meter.diff(after, before))
+
+
+def add_stream(report: Report, celery: Run, stream: Run) -> None:
+    """The stream beside Celery's run (Celery's tasks go out as its producer reads the file,
+    so one batch is already a stream to it)."""
+    report.table(
+        "the same transactions as a stream of batches, against the Celery setup above",
+        ["system", "seconds", "transactions/s", "vs Celery", "per 1,000 tx"],
+        [
+            [celery.name, celery.seconds, celery.throughput, 1.0, celery.per_thousand],
+            [
+                stream.name,
+                stream.seconds,
+                stream.throughput,
+                stream.throughput / celery.throughput,
+                stream.per_thousand,
+            ],
+        ],
+    )
+    report.figure("ours_stream.transactions_per_second", stream.throughput)
+    report.figure("ours_stream_over_celery", stream.throughput / celery.throughput)
+    report.figure("ours_stream.requests_per_1000", stream.per_thousand)
+    report.conclude(
+        f"as a stream ({stream.name.removeprefix('this project, ')}) this project runs at "
+        f"{stream.throughput / celery.throughput:.2f}x the Celery setup "
+        f"({stream.throughput:,.0f} vs {celery.throughput:,.0f} transactions/s), "
+        f"{stream.per_thousand:.2f} requests per 1,000 transactions"
     )
 
 

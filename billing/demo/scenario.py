@@ -200,17 +200,26 @@ def run_stream(
     processes: int = 2,
     backend: Backend = "embedded",
     timeout: float = 300.0,
+    on_ready: Callable[[str, str], None] | None = None,
+    linger: Callable[[], None] | None = None,
+    storage_connection_string: str | None = None,
     environment: Mapping[str, str] | None = None,
 ) -> StreamResult:
     """Like :func:`run_demo`, with ``batches`` batches of ``transactions`` each (the demo's
     customers, one seed each) POSTed one after the other: the initiator takes the next
-    batch while the processors and the controller work on the ones it accepted."""
+    batch while the processors and the controller work on the ones it accepted.
+    ``on_ready``, ``linger`` and ``storage_connection_string`` as for :func:`run_demo`."""
     with _running_pipeline(
-        processes=processes, backend=backend, environment=environment
+        processes=processes,
+        backend=backend,
+        storage_connection_string=storage_connection_string,
+        environment=environment,
     ) as pipeline:
         files = [pipeline.root / f"batch-{n}.csv" for n in range(batches)]
         for seed, path in enumerate(files, start=7):
             write_batch_file(path, transactions, customers=500, seed=seed, file_format="csv")
+        if on_ready is not None:
+            on_ready(pipeline.base_url, pipeline.api_key)
         intake_seconds: list[float] = []
         batch_ids: list[str] = []
         started = time.monotonic()
@@ -223,6 +232,8 @@ def run_stream(
             for batch_id in batch_ids
         ]
         seconds = time.monotonic() - started
+        if linger is not None:
+            linger()
         return StreamResult(statuses, batches * transactions, seconds, intake_seconds)
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 

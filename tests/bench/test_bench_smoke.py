@@ -61,6 +61,7 @@ PROMISED: dict[str, set[str]] = {
         "celery_requests_over_ours",
         "celery_plain.transactions_per_second",
         "ours.requests_per_1000_without_status_polls",
+        "ours_stream_over_celery",
     },
 }
 
