@@ -68,20 +68,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = each * batches
     medians = {"one": statistics.median(single), "stream": statistics.median(stream)}
     rows: list[list[Cell]] = [
-        [
-            f"1 batch of {total:,}",
-            " / ".join(f"{s:.2f}" for s in single),
-            medians["one"],
-            total / medians["one"],
-            total / medians["one"] / (total / lean_seconds),
-        ],
-        [
-            f"{batches} batches of {each:,}, back to back",
-            " / ".join(f"{s:.2f}" for s in stream),
-            medians["stream"],
-            total / medians["stream"],
-            total / medians["stream"] / (total / lean_seconds),
-        ],
+        [label, " / ".join(f"{s:.2f}" for s in runs), median, total / median, lean_seconds / median]
+        for label, runs, median in (
+            (f"1 batch of {total:,}", single, medians["one"]),
+            (f"{batches} batches of {each:,}, back to back", stream, medians["stream"]),
+        )
     ]
     report.table(
         f"{total:,} transactions, {processes} processors, embedded + SQLite; {pairs} alternating "
