@@ -13,7 +13,7 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, Table, exists, select
+from sqlalchemy import Engine, Table, exists, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
 from shared.contracts.batch_records import BatchRecord
@@ -37,6 +37,7 @@ class BatchRow:
     completed_at: datetime | None
     warehouse: ControlTotals | None
     reconciled: bool | None
+    has_failed_chunks: bool = False
 
     @property
     def closed(self) -> bool:
@@ -99,6 +100,7 @@ class BatchRows:
             Batch.warehouse_quantity,
             Batch.warehouse_id_checksum,
             Batch.reconciled,
+            Batch.has_failed_chunks,
         ).where(Batch.batch_id == batch_id)
         with self._engine.connect() as connection:
             row = connection.execute(query).one_or_none()
@@ -123,7 +125,22 @@ class BatchRows:
             completed_at=row.completed_at,
             warehouse=warehouse,
             reconciled=row.reconciled,
+            has_failed_chunks=row.has_failed_chunks,
         )
+
+    def note_failure(self, batch_id: str) -> None:
+        """Flag the row as having a failed chunk, so that its tallies look the failures up.
+
+        Written before the recording controller tallies: whichever controller tallies last
+        then sees the flag (see :meth:`controller.completion.BatchCompletion.tally`).
+        """
+        statement = (
+            update(Batch)
+            .where(Batch.batch_id == batch_id, ~Batch.has_failed_chunks)
+            .values(has_failed_chunks=True)
+        )
+        with self._engine.begin() as connection:
+            connection.execute(statement)
 
     def _remember(self, batch_id: str) -> None:
         with self._lock:

@@ -5,7 +5,9 @@ entity in the chunks table, see :mod:`controller.failed_chunks`) — applied win
 After every chunk it handles, a controller thread tallies the batch **from the stores**
 (never from an in-memory counter, which another process would not share): the handler that
 settles the last chunk necessarily sees all the others, since each one's write is durable
-before its own tally starts.
+before its own tally starts. A failure's writes are two, the chunks table entity and the
+row's ``has_failed_chunks`` flag, both before its tally; a tally looks failures up only
+when the flag is set, so a batch that has none costs no chunks-table query per chunk.
 
 Closing computes the reconciliation first (read-only) and then moves the row in one
 conditional statement::
@@ -88,8 +90,14 @@ class BatchCompletion:
         self._rows = rows
         self._failures = failures
 
-    def tally(self, batch_id: str, total: int) -> ChunkTally:
-        """Count from the warehouse (applied marks) and the chunks table (failures)."""
+    def tally(self, batch_id: str, total: int, *, has_failed_chunks: bool) -> ChunkTally:
+        """Count from the warehouse (applied marks) and the chunks table (failures).
+
+        The chunks table is queried only if the batch's row says it has had a failure:
+        the recording controller sets that flag before it tallies, so the tally that may
+        settle a batch by its failures always sees it, and a batch without failures costs
+        no storage request per chunk.
+        """
         with self._engine.connect() as connection:
             applied = connection.scalar(
                 select(func.count())
@@ -97,7 +105,7 @@ class BatchCompletion:
                 .where(AppliedChunk.batch_id == batch_id)
             )
             applied = int(applied or 0)
-            if applied >= total:
+            if applied >= total or not has_failed_chunks:
                 return ChunkTally(total, applied, ())
             failed = [failure.chunk for failure in self._failures.of_batch(batch_id)]
             if not failed:
@@ -118,7 +126,7 @@ class BatchCompletion:
         row = self._rows.get(batch_id)
         if row is None:
             return None
-        tally = self.tally(batch_id, row.chunks)
+        tally = self.tally(batch_id, row.chunks, has_failed_chunks=row.has_failed_chunks)
         if not tally.complete or (row.closed and not _recovered(row, tally)):
             return Settlement(batch_id, tally, row)
         reconciliation = reconcile(self._engine, batch_id, row.control)

@@ -9,7 +9,10 @@ Why the chunks table rather than a warehouse table: a failure is pipeline state,
 poison queue it points to, not billing data; the table is already provisioned for per-chunk
 state by every role; and it needs no schema migration of the warehouse. Completion stays
 exact because a chunk's applied mark (warehouse) wins over its failure: a chunk counts as
-failed only while it is not applied (see :mod:`controller.completion`).
+failed only while it is not applied (see :mod:`controller.completion`). The one thing the
+warehouse learns of a failure is that there was one: the recording controller sets the
+batch row's ``has_failed_chunks``, so that tallies of batches without failures (nearly all)
+never query this table.
 """
 
 from __future__ import annotations

@@ -193,6 +193,7 @@ class ResultHandler:
         except UnknownBatchError:
             log.warning("failed chunk %s/%d has no batch record", message.batch_id, message.chunk)
             return
+        self._rows.note_failure(message.batch_id)
         self.settle(message.batch_id)
 
     def settle(self, batch_id: str) -> Settlement | None:

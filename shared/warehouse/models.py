@@ -18,6 +18,7 @@ from sqlalchemy import (
     MetaData,
     String,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -80,6 +81,9 @@ class Batch(Base):
     warehouse_id_checksum: Mapped[int | None] = mapped_column(UInt64)
     #: null until the batch completes; then whether warehouse and control totals agree.
     reconciled: Mapped[bool | None]
+    #: set when one of its chunks is recorded failed, so that a tally of a batch without
+    #: failures never queries the chunks table for them (controller.completion).
+    has_failed_chunks: Mapped[bool] = mapped_column(server_default=false())
 
 
 class Charge(Amounts, Base):

@@ -38,7 +38,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0004"
+    assert current_revision(warehouse_url) == head_revision() == "0005"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -69,7 +69,7 @@ def test_controllers_starting_together_all_upgrade_cleanly(warehouse_url: str) -
         controller.join(timeout=120)
 
     assert [controller.exitcode for controller in controllers] == [0, 0, 0]
-    assert current_revision(warehouse_url) == "0004"
+    assert current_revision(warehouse_url) == head_revision()
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -89,7 +89,7 @@ def test_threads_of_one_process_may_call_upgrade_together(warehouse_url: str) ->
         thread.join()
 
     assert errors == []
-    assert current_revision(warehouse_url) == "0004"
+    assert current_revision(warehouse_url) == head_revision()
 
 
 def test_downgrade_to_nothing_and_back(warehouse_url: str) -> None:
@@ -261,3 +261,33 @@ def _charges_indexes(engine: Engine) -> set[str]:
     with engine.connect() as connection:
         rows = connection.exec_driver_sql("PRAGMA index_list(charges)").all()
     return {origins[row.origin] for row in rows}
+
+
+def test_revision_0005_flags_open_and_failed_batches_as_possibly_failed(
+    warehouse_url: str,
+) -> None:
+    """Rows written before the flag existed: their failures, if any, are still looked up."""
+    command.upgrade(alembic_config(warehouse_url), "0004")
+    engine = make_engine(warehouse_url)
+    statuses = {"b-open": "processing", "b-failed": "failed", "b-done": "completed"}
+    try:
+        for batch_id, status in statuses.items():
+            add_batch(engine, batch_id)
+            with engine.begin() as connection:
+                connection.execute(
+                    update(Batch).where(Batch.batch_id == batch_id).values(status=status)
+                )
+
+        upgrade(warehouse_url)
+
+        with engine.connect() as connection:
+            flags = dict(connection.execute(select(Batch.batch_id, Batch.has_failed_chunks)).all())
+        add_batch(engine, "b-new")
+        with engine.connect() as connection:
+            new = connection.scalar(
+                select(Batch.has_failed_chunks).where(Batch.batch_id == "b-new")
+            )
+    finally:
+        engine.dispose()
+    assert flags == {"b-open": True, "b-failed": True, "b-done": False}
+    assert new is False
