@@ -13,6 +13,7 @@ import os
 import pty
 import re
 import select
+import signal
 import struct
 import subprocess
 import termios
@@ -85,5 +86,13 @@ class Terminal:
 
 
 def _take_terminal() -> None:
-    """In the child, a new session's leader: make its stdin (the pty) its controlling terminal."""
+    """In the child, a new session's leader: make its stdin (the pty) its controlling terminal.
+
+    Ctrl-C and Ctrl-\\ get their default actions back, as a shell gives a job it runs in
+    the foreground: a test run started in the background by a non-interactive shell (``make
+    test &``) inherits SIGINT and SIGQUIT ignored, and ignored signals survive ``exec``, so
+    the command would never see the Ctrl-C the test types.
+    """
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
