@@ -12,12 +12,18 @@ from sqlalchemy import Engine
 
 from controller.worker import build_result_handler, order_id_allocator
 from shared import meter
-from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_records import BatchRecord, BatchRecords
 from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.checks import batch_row
+
+
+def _record(settings: Settings, storage: StorageAccount, batch_id: str) -> BatchRecord:
+    stored = BatchRecords(storage.table(settings.batches_table)).find(batch_id)
+    assert stored is not None
+    return stored.record
 
 
 def _table_reads_to_apply(
@@ -34,9 +40,7 @@ def _table_reads_to_apply(
     for message in batch.results:
         handler.handle_text(message.to_text())
     reads = meter.diff(meter.snapshot(), before).get("table.read", 0)
-    stored = BatchRecords(storage.table(settings.batches_table)).find(batch_id)
-    assert stored is not None
-    assert stored.record.status is BatchStatus.COMPLETED
+    assert _record(settings, storage, batch_id).status is BatchStatus.COMPLETED
     return reads
 
 
@@ -55,7 +59,9 @@ def test_the_table_reads_of_a_batch_without_failures_do_not_grow_with_its_chunks
 
 def _close_with_a_failure(
     settings: Settings, storage: StorageAccount, warehouse: Engine, batch_id: str, *, first: bool
-) -> None:
+) -> BatchRecord:
+    """Chunk 1 of 4 fails, its notice handled ``first`` or after the three others applied;
+    the batch record after the last one."""
     batch = publish_batch(storage, settings, batch_id, make_transactions(12, seed=5), chunk_size=3)
     failed = batch.chunk_failed(1).to_text()
     applied = [m.to_text() for m in batch.results if m.chunk != 1]
@@ -64,16 +70,15 @@ def _close_with_a_failure(
     )
     for text in [failed, *applied] if first else [*applied, failed]:
         handler.handle_text(text)
+    return _record(settings, storage, batch_id)
 
 
 def test_a_failure_recorded_after_every_other_chunk_closes_the_batch_failed(
     settings: Settings, storage: StorageAccount, warehouse: Engine
 ) -> None:
-    _close_with_a_failure(settings, storage, warehouse, "b-fails-last", first=False)
+    record = _close_with_a_failure(settings, storage, warehouse, "b-fails-last", first=False)
 
-    stored = BatchRecords(storage.table(settings.batches_table)).find("b-fails-last")
-    assert stored is not None
-    assert (stored.record.status, stored.record.failed_chunks) == (BatchStatus.FAILED, (1,))
+    assert (record.status, record.failed_chunks) == (BatchStatus.FAILED, (1,))
     row = batch_row(warehouse, "b-fails-last")
     assert (row["status"], row["has_failed_chunks"]) == ("failed", True)
 
@@ -81,9 +86,7 @@ def test_a_failure_recorded_after_every_other_chunk_closes_the_batch_failed(
 def test_a_failure_recorded_before_the_other_chunks_closes_the_batch_on_the_last_one(
     settings: Settings, storage: StorageAccount, warehouse: Engine
 ) -> None:
-    _close_with_a_failure(settings, storage, warehouse, "b-fails-first", first=True)
+    record = _close_with_a_failure(settings, storage, warehouse, "b-fails-first", first=True)
 
-    stored = BatchRecords(storage.table(settings.batches_table)).find("b-fails-first")
-    assert stored is not None
-    assert (stored.record.status, stored.record.failed_chunks) == (BatchStatus.FAILED, (1,))
-    assert (stored.record.chunks_applied, stored.record.chunks_failed) == (3, 1)
+    assert (record.status, record.failed_chunks) == (BatchStatus.FAILED, (1,))
+    assert (record.chunks_applied, record.chunks_failed) == (3, 1)
