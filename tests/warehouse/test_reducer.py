@@ -297,3 +297,25 @@ def test_a_chunk_of_an_unknown_batch_is_an_error_not_a_duplicate(engine: Engine)
         apply(engine, 0, CountingIds(), batch_id="never-recorded")
 
     assert count(engine, AppliedChunk) == 0
+
+
+def test_a_subtotal_of_the_wrong_width_is_refused_and_leaves_nothing(engine: Engine) -> None:
+    add_batch(engine, "b1")
+    rows = [(utc_text(row.occurred_at), *charge_values(row.charge)) for row in rated_chunk(0)]
+    short = {customer: [1] * (len(INVOICE_SUMS) - 1) for customer in CUSTOMERS}
+
+    with pytest.raises(ValueError, match="subtotals must be 7 figures"):
+        apply_rows(
+            engine,
+            batch_id="b1",
+            chunk=0,
+            rows=rows,
+            subtotals=short,
+            currency="EUR",
+            allocator=CountingIds(),
+            processor="proc-1",
+        )
+
+    assert not is_applied(engine, "b1", 0)
+    assert count(engine, Charge) == 0
+    assert invoices(engine) == {}
