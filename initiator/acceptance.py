@@ -25,6 +25,7 @@ from itertools import islice
 from typing import TypeVar
 
 from initiator.body import RequestBody
+from initiator.body_replay import ReplayableBody
 from initiator.idempotency import (
     IdempotencyConflictError,
     IdempotencyInProgressError,
@@ -33,8 +34,10 @@ from initiator.idempotency import (
     hash_key,
 )
 from initiator.intake import parse_batch
+from initiator.intake_helpers import IntakeHelpers
 from initiator.publishing import BatchIntent, Publication, Publisher, is_orphan
 from initiator.publishing.cleanup import abandon
+from initiator.segmented_read import read_in_segments
 from shared.contracts.batch_records import BatchRecord, utc_now
 from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.domain.pricebook import Pricebook
@@ -75,11 +78,19 @@ def new_batch_id() -> str:
 
 class BatchAcceptance:
     def __init__(
-        self, publisher: Publisher, pricebooks: PricebookStore, settings: Settings
+        self,
+        publisher: Publisher,
+        pricebooks: PricebookStore,
+        settings: Settings,
+        *,
+        helpers: IntakeHelpers | None = None,
     ) -> None:
+        """``helpers``: processes that validate clean files in segments
+        (:mod:`initiator.segmented_read`); None: one thread reads every batch."""
         self._publisher = publisher
         self._pricebooks = pricebooks
         self._settings = settings
+        self._helpers = helpers
 
     def accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
         """Read, validate and publish one batch. Raises ``BatchRejected`` for a bad file.
@@ -100,9 +111,12 @@ class BatchAcceptance:
             if replayed is not None:
                 return replayed
         version, pricebook = self._pricebooks.current()
-        intent = BatchIntent(new_batch_id(), request.priority, version, utc_now(), key_hash)
-        publication = self._publisher.begin(intent)
-        totals = self._read(body, request, pricebook, publication)
+
+        def begin() -> Publication:
+            intent = BatchIntent(new_batch_id(), request.priority, version, utc_now(), key_hash)
+            return self._publisher.begin(intent)
+
+        publication, totals = self._read_any_way(body, request, pricebook, begin)
         try:
             record = publication.commit(totals, body_bytes=body.bytes_read, body_sha256=body.sha256)
         except IdempotencyKeyTakenError as taken:  # a concurrent twin won; ours was removed
@@ -117,9 +131,59 @@ class BatchAcceptance:
         )
         return Outcome(record, replayed=False)
 
-    def _read(
+    def _read_any_way(
         self,
         body: RequestBody,
+        request: BatchRequest,
+        pricebook: Pricebook,
+        begin: Callable[[], Publication],
+    ) -> tuple[Publication, ControlTotals]:
+        """Steps 3-4, with the helpers if there are any, else (or if the file is not clean
+        for them) with the serial reader: the publication that holds the chunks, and the
+        control totals."""
+        if self._helpers is None:
+            publication = begin()
+            return publication, self._read(body, request, pricebook, publication)
+        with ReplayableBody(body) as replayable:
+            publication = begin()
+            totals = self._read_in_segments(replayable, request, pricebook, publication)
+            if totals is not None:
+                return publication, totals
+            publication.discard()
+            log.info("batch %s is read again by the serial reader", publication.batch_id)
+            publication = begin()
+            return publication, self._read(replayable.again(), request, pricebook, publication)
+
+    def _read_in_segments(
+        self,
+        body: ReplayableBody,
+        request: BatchRequest,
+        pricebook: Pricebook,
+        publication: Publication,
+    ) -> ControlTotals | None:
+        """Steps 3-4 with the helper processes, for a clean file; None: read it serially."""
+        assert self._helpers is not None
+        settings = self._settings
+        try:
+            return read_in_segments(
+                body,
+                content_type=request.content_type,
+                content_encoding=request.content_encoding,
+                codes=pricebook,
+                batch_id=publication.batch_id,
+                sizes=chunk_sizes(settings.chunk_size, settings.max_chunk_size),
+                sink=publication,
+                helpers=self._helpers,
+                max_decompressed_bytes=settings.max_decompressed_bytes,
+                checkpoint=request.checkpoint,
+            )
+        except Exception:
+            publication.discard()
+            raise
+
+    def _read(
+        self,
+        body: Iterable[bytes],
         request: BatchRequest,
         pricebook: Pricebook,
         publication: Publication,
@@ -196,7 +260,16 @@ def growing_chunks(items: Iterable[T], first: int, largest: int) -> Iterator[lis
     instead of 500.
     """
     iterator = iter(items)
-    size = first
-    while chunk := list(islice(iterator, size)):
+    for size in chunk_sizes(first, largest):
+        chunk = list(islice(iterator, size))
+        if not chunk:
+            return
         yield chunk
+
+
+def chunk_sizes(first: int, largest: int) -> Iterator[int]:
+    """The chunk plan of :func:`growing_chunks`: ``first``, twice that, … up to ``largest``."""
+    size = first
+    while True:
+        yield size
         size = min(size * 2, largest)

@@ -17,6 +17,7 @@ from fastapi import Request
 from sqlalchemy import Engine
 
 from initiator.acceptance import BatchAcceptance
+from initiator.intake_helpers import helper_count, shared_helpers
 from initiator.publishing import FaultHook, OrphanSweeper, Publisher, sweep_orphans
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
@@ -81,6 +82,13 @@ def open_services(
     sweeper = OrphanSweeper(storage, settings)
     sweeper.start()
     publisher = Publisher(storage, bus, settings, fault=fault)
+    processes = helper_count(settings.intake_processes)
+    # The process's pool, not the app's: it outlives this app (intake_helpers).
+    helpers = (
+        shared_helpers(processes, gc_young_threshold=settings.gc_young_threshold)
+        if processes
+        else None
+    )
     # Read-only: connects on first use only, and never takes SQLite's write lock.
     warehouse = make_engine(settings.resolved_warehouse_url, read_only=True)
     return Services(
@@ -89,7 +97,7 @@ def open_services(
         bus=bus,
         pricebooks=pricebooks,
         records=publisher.records,
-        acceptance=BatchAcceptance(publisher, pricebooks, settings),
+        acceptance=BatchAcceptance(publisher, pricebooks, settings, helpers=helpers),
         publisher=publisher,
         invoices=InvoiceReader(warehouse),
         warehouse=warehouse,

@@ -68,12 +68,16 @@ class PayloadWriter:
 
     def write(self, rows: Sequence[NumberedTransaction]) -> None:
         """Queue the next chunk for upload, first waiting if too many are in flight."""
+        document = chunk_json(self._batch_id, self._next_index, rows)
+        self.write_document(document, (rows[0][0], rows[-1][0], len(rows)))
+
+    def write_document(self, document: bytes, lines: tuple[int, int, int]) -> None:
+        """:meth:`write` for a chunk whose JSON document is made already (the next
+        chunk's: :attr:`chunks_started`); ``lines`` is (first, last, count)."""
         while len(self._pending) >= self._max_in_flight:
             self._collect(wait(self._pending, return_when=FIRST_COMPLETED).done)
         index = self._next_index
         self._next_index += 1
-        document = chunk_json(self._batch_id, index, rows)
-        lines = (rows[0][0], rows[-1][0], len(rows))
         self._pending.add(self._pool.submit(self._upload, index, document, lines))
 
     def finish(self) -> list[StoredChunk]:

@@ -108,13 +108,31 @@ class Publication:
 
     def add_chunk(self, rows: Sequence[NumberedTransaction]) -> None:
         """Step 1: a chunk's payload blob (and, before the very first, the record)."""
+        self._before_chunk()
+        self._writer.write(rows)
+
+    def add_chunk_document(self, document: bytes, lines: tuple[int, int, int]) -> None:
+        """:meth:`add_chunk` for a chunk whose payload document was made elsewhere (chunk
+        :attr:`chunks_added`, by :func:`~shared.contracts.chunk_payload.chunk_json`);
+        ``lines``: its first and last line and its transaction count."""
+        self._before_chunk()
+        self._writer.write_document(document, lines)
+
+    @property
+    def batch_id(self) -> str:
+        return self._intent.batch_id
+
+    @property
+    def chunks_added(self) -> int:
+        return self._writer.chunks_started
+
+    def _before_chunk(self) -> None:
         if self._stored is None:
             self._stored = self._p.records.create(self._receiving_record())
             self._last_heartbeat = time.monotonic()
             self._p.fault("record_receiving")
         elif time.monotonic() - self._last_heartbeat > HEARTBEAT_SECONDS:
             self._touch()
-        self._writer.write(rows)
 
     def discard(self) -> None:
         """The batch was rejected (or the request failed): remove every trace of it."""

@@ -1,0 +1,145 @@
+"""A batch file cut into runs of lines, each validated on its own (the parallel intake).
+
+The serial reader (:mod:`initiator.intake.reader`) is the authority on a batch file: it
+alone words rejections. This module lets helper processes take the common case, a clean
+file, off the request's thread. It only ever answers "clean" or "not clean"; anything not
+clean (a bad value, a quote, a duplicate within the run, a line without its fields) is
+read again by the serial reader, which then says exactly what and where.
+
+:func:`cut_segments` cuts the file's bytes at line feeds into runs of ``sizes`` lines, the
+chunk plan, so that one run becomes one chunk. :func:`check_segment`, in a helper process,
+puts a run through the very code the serial reader uses (:func:`text_lines`,
+:func:`csv_records` or :func:`jsonl_records`, :class:`TransactionValidator`) and, when clean,
+returns the chunk's payload document, its control totals and its transaction ids (for the
+check across runs, which only the caller can make).
+
+Why one CSV line is one record here: a run holding a double quote is not clean (a quoted
+field may span lines, and a cut inside one would change what the fields are), so every
+line of a clean run is a whole record or blank. JSON Lines has no such case: a JSON string
+cannot hold a raw line feed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from initiator.intake.csv_batch import csv_records
+from initiator.intake.duplicates import DuplicateDetector
+from initiator.intake.fields import REQUIRED_FIELDS, CodeBook, TransactionValidator
+from initiator.intake.jsonl_batch import jsonl_records
+from initiator.intake.lines import MAX_LINE_BYTES, text_lines
+from initiator.intake.problems import ProblemCollector, StopScanning
+from shared.contracts.chunk_payload import NumberedTransaction, chunk_json
+from shared.domain.transactions import ControlTotalsBuilder
+
+QUOTE = b'"'
+
+
+class NotSegmentable(Exception):  # noqa: N818 - a control-flow signal, like StopIteration
+    """The file is not one the segments can take: the serial reader reads it instead."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One chunk's worth of the file's lines, for :func:`check_segment`."""
+
+    batch_id: str
+    chunk: int
+    first_line: int
+    """The physical line number of the first line of ``data``."""
+    header: bytes | None
+    """CSV: the header line, LF included; JSON Lines: None."""
+    data: bytes
+    """Whole lines, each ending with LF but perhaps the file's last."""
+    codes: CodeBook
+
+
+@dataclass(frozen=True)
+class CheckedSegment:
+    """What a clean segment holds: its chunk ready to store, and what the caller checks."""
+
+    chunk: int
+    document: bytes
+    """The chunk's payload document (:func:`~shared.contracts.chunk_payload.chunk_json`)."""
+    first_line: int
+    last_line: int
+    transactions: int
+    quantity: int
+    id_checksum: int
+    transaction_ids: list[str]
+    lines: list[int]
+    """The line of each of ``transaction_ids``."""
+
+
+def check_segment(segment: Segment) -> CheckedSegment | None:
+    """Validate ``segment`` as the serial reader would; its chunk if clean, else None."""
+    if segment.header is not None and (QUOTE in segment.data or QUOTE in segment.header):
+        return None
+    problems = ProblemCollector(1, field_order=REQUIRED_FIELDS)
+    duplicates = DuplicateDetector(memory_limit=segment.data.count(b"\n") + 1)
+    validator = TransactionValidator(segment.codes, duplicates, problems)
+    rows: list[NumberedTransaction] = []
+    try:
+        if segment.header is None:
+            offset = segment.first_line - 1
+            lines = text_lines([segment.data], problems, keep_newline=False)
+            records = jsonl_records(lines, validator, problems)
+        else:
+            offset = segment.first_line - 2  # the header is the reader's line 1
+            lines = text_lines([segment.header, segment.data], problems, keep_newline=True)
+            records = csv_records(lines, validator, problems)
+        for line, transaction in records:
+            if transaction is None or problems.found:
+                return None
+            rows.append((line + offset, transaction))
+    except StopScanning:
+        return None
+    finally:
+        duplicates.close()
+    if problems.found or not rows:
+        return None
+    totals = ControlTotalsBuilder()
+    transactions = [transaction for _, transaction in rows]
+    totals.add_all(transactions)
+    built = totals.build()
+    return CheckedSegment(
+        chunk=segment.chunk,
+        document=chunk_json(segment.batch_id, segment.chunk, rows),
+        first_line=rows[0][0],
+        last_line=rows[-1][0],
+        transactions=len(rows),
+        quantity=built.quantity,
+        id_checksum=built.id_checksum,
+        transaction_ids=[transaction.transaction_id for transaction in transactions],
+        lines=[line for line, _ in rows],
+    )
+
+
+def cut_segments(
+    content: Iterable[bytes], sizes: Iterator[int], *, first_line: int = 1
+) -> Iterator[tuple[int, bytes]]:
+    """``(first line number, bytes)`` of consecutive runs of ``next(sizes)`` lines.
+
+    Raises :class:`NotSegmentable` for a line longer than the serial reader allows
+    (:data:`MAX_LINE_BYTES`): it would refuse it, so it should be the one to say so.
+    """
+    buffer = bytearray()
+    newlines = 0  # in buffer
+    wanted = next(sizes)
+    for block in content:
+        buffer += block
+        newlines += block.count(b"\n")
+        if len(buffer) - buffer.rfind(b"\n") > MAX_LINE_BYTES:
+            raise NotSegmentable("a line is longer than the reader allows")
+        while newlines >= wanted:
+            end = -1
+            for _ in range(wanted):
+                end = buffer.find(b"\n", end + 1)
+            yield first_line, bytes(buffer[: end + 1])
+            del buffer[: end + 1]
+            newlines -= wanted
+            first_line += wanted
+            wanted = next(sizes)
+    if buffer:
+        yield first_line, bytes(buffer)

@@ -1,0 +1,94 @@
+"""The initiator's helper processes, which validate clean batch files in segments.
+
+One pool per process (:func:`shared_helpers`), shared by its concurrent intakes and by
+every app the process runs (all-in-one mode, a test session): helpers are a resource of the
+machine, like its cores. It starts on first use (the first batch long enough for a second
+chunk) rather than at start-up, so that deployments and tests that never send a large
+batch never pay for it, and it ends with the process. Helpers are spawned,
+not forked: the initiator runs threads (uvicorn, uploads, the sweeper), and a fork copies
+their locks in whatever state they were. Each helper tunes its garbage collector as the
+role does (:mod:`shared.collector`), since it allocates a transaction object per line too.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import threading
+from concurrent.futures import ProcessPoolExecutor
+
+from shared.closing import Closing
+from shared.collector import tune_collector
+
+log = logging.getLogger(__name__)
+
+
+def helper_count(configured: int) -> int:
+    """Helpers for ``BILLING_INTAKE_PROCESSES``: 0 means one per core when there are two
+    or more (on one core they would only take turns with the request's thread)."""
+    if configured:
+        return 0 if configured == 1 else configured
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return cores if cores and cores >= 2 else 0
+
+
+class IntakeHelpers(Closing):
+    """A lazily started pool of ``processes`` helpers (see the module docstring)."""
+
+    def __init__(self, processes: int, *, gc_young_threshold: int) -> None:
+        if processes < 1:
+            raise ValueError("an intake helper pool needs at least one process")
+        self.processes = processes
+        self._gc_young_threshold = gc_young_threshold
+        self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def started(self) -> bool:
+        """Whether the pool's processes are up (a batch has needed them)."""
+        return self._pool is not None
+
+    def pool(self) -> ProcessPoolExecutor:
+        """The pool, started now if it was not (raises once closed)."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the intake helpers are closed")
+            if self._pool is None:
+                self._pool = ProcessPoolExecutor(
+                    self.processes,
+                    mp_context=multiprocessing.get_context("spawn"),
+                    initializer=tune_collector,
+                    initargs=(self._gc_young_threshold,),
+                )
+                log.info("started %d intake helper processes", self.processes)
+            return self._pool
+
+    def discard_broken(self, pool: ProcessPoolExecutor) -> None:
+        """Forget ``pool`` after a helper died in it; the next :meth:`pool` starts anew."""
+        with self._lock:
+            if self._pool is pool:
+                self._pool = None
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+_shared: dict[tuple[int, int], IntakeHelpers] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_helpers(processes: int, *, gc_young_threshold: int) -> IntakeHelpers:
+    """The process's pool of ``processes`` helpers (made on the first call)."""
+    key = (processes, gc_young_threshold)
+    with _shared_lock:
+        helpers = _shared.get(key)
+        if helpers is None:
+            helpers = _shared[key] = IntakeHelpers(processes, gc_young_threshold=gc_young_threshold)
+        return helpers
