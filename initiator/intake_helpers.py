@@ -13,24 +13,43 @@ role does (:mod:`shared.collector`), since it allocates a transaction object per
 from __future__ import annotations
 
 import logging
+import math
 import multiprocessing
 import os
 import threading
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from shared.closing import Closing
 from shared.collector import tune_collector
 
 log = logging.getLogger(__name__)
 
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 
-def helper_count(configured: int) -> int:
+
+def helper_count(configured: int, *, cpu_max: Path = CGROUP_CPU_MAX) -> int:
     """Helpers for ``BILLING_INTAKE_PROCESSES``: 0 means one per core when there are two
     or more (on one core they would only take turns with the request's thread)."""
     if configured:
         return 0 if configured == 1 else configured
+    cores = available_cores(cpu_max)
+    return cores if cores >= 2 else 0
+
+
+def available_cores(cpu_max: Path = CGROUP_CPU_MAX) -> int:
+    """The cores this process may use: those it may run on, capped by its container's CPU
+    quota (cgroup v2 ``cpu.max``, e.g. ``50000 100000`` for the half core Container Apps
+    gives the initiator), since a container sees every core of its host."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return cores if cores and cores >= 2 else 0
+    cores = cores or 1
+    try:
+        quota, period = cpu_max.read_text().split()[:2]
+    except (OSError, ValueError):
+        return cores
+    if quota == "max":
+        return cores
+    return max(1, min(cores, math.ceil(int(quota) / int(period))))
 
 
 class IntakeHelpers(Closing):

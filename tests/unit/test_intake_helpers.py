@@ -1,0 +1,41 @@
+"""How many intake helper processes an initiator starts (initiator.intake_helpers)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from initiator.intake_helpers import available_cores, helper_count
+
+CORES = len(os.sched_getaffinity(0))
+
+
+def quota(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "cpu.max"
+    path.write_text(text)
+    return path
+
+
+def test_a_setting_of_one_means_none_and_more_means_that_many(tmp_path: Path) -> None:
+    unlimited = quota(tmp_path, "max 100000\n")
+    assert helper_count(1, cpu_max=unlimited) == 0
+    assert helper_count(3, cpu_max=unlimited) == 3
+
+
+def test_a_container_limited_to_half_a_core_starts_none(tmp_path: Path) -> None:
+    assert available_cores(quota(tmp_path, "50000 100000\n")) == 1
+    assert helper_count(0, cpu_max=quota(tmp_path, "50000 100000\n")) == 0
+
+
+@pytest.mark.skipif(CORES < 2, reason="needs two cores to be allowed two")
+def test_a_quota_of_two_cores_allows_two(tmp_path: Path) -> None:
+    assert available_cores(quota(tmp_path, "200000 100000\n")) == 2
+    assert helper_count(0, cpu_max=quota(tmp_path, "200000 100000\n")) == 2
+
+
+def test_without_a_quota_every_core_counts(tmp_path: Path) -> None:
+    assert available_cores(quota(tmp_path, "max 100000\n")) == CORES
+    assert available_cores(tmp_path / "absent") == CORES
+    assert helper_count(0, cpu_max=tmp_path / "absent") == (CORES if CORES >= 2 else 0)
