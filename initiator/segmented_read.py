@@ -37,7 +37,7 @@ from initiator.intake.blank_lines import MAX_BLANK_LINES
 from initiator.intake.decompress import batch_bytes
 from initiator.intake.duplicates import DuplicateDetector
 from initiator.intake.fields import CodeBook
-from initiator.intake.lines import strip_bom_and_sniff
+from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, strip_bom_and_sniff
 from initiator.intake.media import BatchFormat, format_for, gzip_declared
 from initiator.intake.problems import ProblemCollector, StopScanning
 from initiator.intake.segments import (
@@ -53,7 +53,6 @@ from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals
 
 log = logging.getLogger(__name__)
 
-_BLANKS = b" \t\r\n"
 #: Segments at the helpers at once, per helper: enough that none waits for the next, few
 #: enough that memory stays a few chunks' worth (a segment is ~100 bytes a line).
 _IN_FLIGHT_PER_HELPER = 2
@@ -122,10 +121,10 @@ def _split_header(content: Iterator[bytes], *, csv: bool) -> tuple[bytes | None,
     head = b""
     for block in content:
         head += block
-        if csv and b"\n" not in head and len(head) < 1024 * 1024:
+        if csv and b"\n" not in head and len(head) < MAX_LINE_BYTES:
             continue
         break
-    if not head or head[:1] in _BLANKS:
+    if not head or head[:1] in BLANK_BYTES:
         raise NotSegmentable("the file starts with a blank")
     if not csv:
         return None, chain([head], content)

@@ -19,7 +19,8 @@ MAX_LINE_BYTES = 1024 * 1024
 """A longer line is refused: without a newline in sight the reader would buffer unboundedly."""
 SNIFF_LIMIT = 64 * 1024
 """Most leading blank bytes looked through when sniffing before settling on CSV."""
-_BLANKS = b" \t\r\n"
+BLANK_BYTES = b" \t\r\n"
+"""What a blank line, or the blank prefix before a file's first line, is made of."""
 
 
 def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes | None, Iterator[bytes]]:
@@ -41,7 +42,7 @@ def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes | None, Iterator
                 continue  # too few bytes to tell whether a BOM is coming
             bom_length = len(UTF8_BOM) if buffered.startswith(UTF8_BOM) else 0
             start = bom_length
-        content = bytes(buffered[start:]).lstrip(_BLANKS)
+        content = bytes(buffered[start:]).lstrip(BLANK_BYTES)
         if content:
             first = content[:1]
             break

@@ -112,8 +112,8 @@ class Publication:
         self._writer.write(rows)
 
     def add_chunk_document(self, document: bytes, lines: tuple[int, int, int]) -> None:
-        """:meth:`add_chunk` for a chunk whose payload document was made elsewhere (chunk
-        :attr:`chunks_added`, by :func:`~shared.contracts.chunk_payload.chunk_json`);
+        """:meth:`add_chunk` for a chunk whose payload document was made elsewhere (the
+        next chunk's, by :func:`~shared.contracts.chunk_payload.chunk_json`);
         ``lines``: its first and last line and its transaction count."""
         self._before_chunk()
         self._writer.write_document(document, lines)
@@ -121,10 +121,6 @@ class Publication:
     @property
     def batch_id(self) -> str:
         return self._intent.batch_id
-
-    @property
-    def chunks_added(self) -> int:
-        return self._writer.chunks_started
 
     def _before_chunk(self) -> None:
         if self._stored is None:
