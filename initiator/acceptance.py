@@ -150,8 +150,15 @@ class BatchAcceptance:
             if totals is not None:
                 return publication, totals
             publication.discard()
-            log.info("batch %s is read again by the serial reader", publication.batch_id)
+            discarded = publication.batch_id
             publication = begin()
+            # The serial read publishes under a new batch id: name both, so that the
+            # discarded attempt's id in earlier log lines leads to the batch that stands.
+            log.info(
+                "batch %s is read again by the serial reader as batch %s",
+                discarded,
+                publication.batch_id,
+            )
             return publication, self._read(replayable.again(), request, pricebook, publication)
 
     def _read_in_segments(

@@ -182,6 +182,7 @@ async def test_a_helper_that_died_costs_a_serial_read_not_the_batch(
             assert response.status_code == 202, response.text
             assert READ_AGAIN in caplog.text
             batch_id = response.json()["batch_id"]
+            assert f"{READ_AGAIN} as batch {batch_id}" in caplog.text, "the log leads to it"
             assert payload_rows(api.services.storage, api.settings, batch_id) == expected(
                 rows(ROWS)
             )
