@@ -89,6 +89,8 @@ def open_services(
         if processes
         else None
     )
+    if helpers is not None:
+        helpers.start()
     # Read-only: connects on first use only, and never takes SQLite's write lock.
     warehouse = make_engine(settings.resolved_warehouse_url, read_only=True)
     return Services(

@@ -10,6 +10,7 @@ taken by the helpers, and anything else read again by the serial reader.
 
 from __future__ import annotations
 
+import itertools
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -190,3 +191,40 @@ async def test_a_helper_that_died_costs_a_serial_read_not_the_batch(
             assert (await api.post_batch(body, CSV)).status_code == 202
             assert "started 2 intake helper processes" in caplog.text, "a new pool took it"
             assert READ_AGAIN not in caplog.text
+
+
+_UNUSED_THRESHOLDS = itertools.count(54_321)
+
+
+def _helper_pids() -> set[int]:
+    pids = set()
+    for child in psutil.Process().children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):  # a helper (intake_helpers)
+                pids.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
+async def test_the_helpers_start_with_the_initiator_not_with_its_first_batch(
+    make_settings: SettingsFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A young-generation threshold no other test uses: a pool of this run's own.
+    settings = make_settings(intake_processes=2, gc_young_threshold=next(_UNUSED_THRESHOLDS))
+    helpers = shared_helpers(2, gc_young_threshold=settings.gc_young_threshold)
+    before = _helper_pids()
+    try:
+        with caplog.at_level(logging.INFO, logger="initiator"):
+            async with started_api(settings) as api:
+                assert helpers.started, "up before any batch"
+                assert len(_helper_pids() - before) == 2, "both helpers spawned at start"
+                assert "started 2 intake helper processes" in caplog.text
+                caplog.clear()
+                response = await api.post_batch(csv_file(rows(ROWS)), CSV)
+                assert response.status_code == 202, response.text
+                assert "started" not in caplog.text, "the first batch found the pool up"
+                assert READ_AGAIN not in caplog.text, "and the helpers took it"
+                assert "could not import" not in caplog.text
+    finally:
+        helpers.close()
