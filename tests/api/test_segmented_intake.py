@@ -158,6 +158,18 @@ async def test_blank_lines_count_against_the_cap_across_chunks(
     assert READ_AGAIN in helped.log
 
 
+def _helper_pids() -> set[int]:
+    """The pids of this process's intake helpers (spawned children)."""
+    pids = set()
+    for child in psutil.Process().children():
+        try:
+            if "spawn_main" in " ".join(child.cmdline()):  # a helper (intake_helpers)
+                pids.add(child.pid)
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
 async def test_a_helper_that_died_costs_a_serial_read_not_the_batch(
     make_settings: SettingsFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -168,14 +180,14 @@ async def test_a_helper_that_died_costs_a_serial_read_not_the_batch(
         assert (await api.post_batch(body, CSV)).status_code == 202
         assert helpers.started
         killed = 0
-        for child in psutil.Process().children():
+        for pid in _helper_pids():
             try:
-                if "spawn_main" in " ".join(child.cmdline()):  # the helpers (intake_helpers)
-                    child.kill()
-                    child.wait(10)
-                    killed += 1
+                child = psutil.Process(pid)
+                child.kill()
+                child.wait(10)
+                killed += 1
             except psutil.NoSuchProcess:
-                continue  # some other short-lived child
+                continue  # it ended meanwhile
         assert killed, "no helper process found"
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="initiator"):
@@ -194,17 +206,6 @@ async def test_a_helper_that_died_costs_a_serial_read_not_the_batch(
 
 
 _UNUSED_THRESHOLDS = itertools.count(54_321)
-
-
-def _helper_pids() -> set[int]:
-    pids = set()
-    for child in psutil.Process().children():
-        try:
-            if "spawn_main" in " ".join(child.cmdline()):  # a helper (intake_helpers)
-                pids.add(child.pid)
-        except psutil.NoSuchProcess:
-            continue
-    return pids
 
 
 async def test_the_helpers_start_with_the_initiator_not_with_its_first_batch(
