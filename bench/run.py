@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "scaling": "items/s by dequeue threads per process: justifies BILLING_SCALING_RULE",
     "idle": "storage requests per idle hour per processor instance, four ways",
     "empty_receives": "processor requests per 1,000 tx while items trickle in, fixed vs growing",
+    "idle_tail": "a processor's requests after a batch until it retires, every round vs rescan",
     "trigger_latency": "batch accepted → first work item dequeued, trigger vs polling",
     "end_to_end": "end-to-end throughput vs the bare pipeline; hot-path requests",
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",

@@ -57,6 +57,7 @@ from shared.listener import (
     HEARTBEAT_IDLE_SECONDS,
     Heartbeat,
     Lease,
+    ListenerConfig,
     ListenerSnapshot,
     QueueListener,
     new_instance_id,
@@ -72,6 +73,20 @@ log = logging.getLogger(__name__)
 SUBSCRIBE_WAIT_SECONDS = 10.0
 #: A busy processor's heartbeat interval: what readers of its figures may lag behind.
 HEARTBEAT_BUSY_SECONDS = 10.0
+
+
+def processor_listener_config(settings: Settings, **overrides: Any) -> ListenerConfig:
+    """The work queues' listener settings: the shared ones, plus what a processor can rely
+    on because its new work announces itself (trigger and work signal), with ``overrides``
+    (:class:`~shared.listener.ListenerConfig` fields) on top."""
+    return listener_config(
+        settings,
+        **{
+            "quiet_rescan_seconds": settings.quiet_rescan_seconds,
+            "idle_rescan_seconds": settings.idle_rescan_seconds,
+            **overrides,
+        },
+    )
 
 
 class WorkerSnapshot(BaseModel):
@@ -107,7 +122,8 @@ class ProcessorWorker:
         """``listener_overrides`` are :class:`~shared.listener.ListenerConfig` fields (e.g.
         ``safety_poll_seconds=1``) on top of the settings; the work signal is read every
         ``safety_poll_seconds``, and every queue's depth once per ``quiet_rescan_seconds``
-        while idle (``BILLING_QUIET_RESCAN_SECONDS``).
+        while idle (``BILLING_QUIET_RESCAN_SECONDS``); a dequeue thread backing off asks a
+        queue it found empty again after ``idle_rescan_seconds``.
 
         ``per_instance_subscriptions``: one trigger subscription per instance, with a rule
         per served priority (every instance wakes), or the shared ``processors-<priority>``
@@ -122,10 +138,7 @@ class ProcessorWorker:
         )
         if not self.priorities:
             raise ValueError("a processor must serve at least one priority")
-        config = listener_config(
-            settings,
-            **{"quiet_rescan_seconds": settings.quiet_rescan_seconds, **listener_overrides},
-        )
+        config = processor_listener_config(settings, **listener_overrides)
         self.per_instance_subscriptions = (
             fans_out(settings) if per_instance_subscriptions is None else per_instance_subscriptions
         )

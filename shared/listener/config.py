@@ -35,6 +35,12 @@ class ListenerConfig(BaseModel):
     #: (hidden messages included), the safety poll scans again only after this long.
     #: None: a depth scan on every safety tick (a request per queue).
     quiet_rescan_seconds: float | None = Field(default=None, gt=0)
+    #: for an owner whose new work announces itself (a trigger naming the queues, a work
+    #: signal): a thread backing off asks a queue it found empty again only this long after
+    #: that answer, for messages that come back by themselves (a crashed consumer's lease ran
+    #: out); a message handed back here is looked for when it is due. None: an idle round
+    #: asks every queue whose empty skip is over (the back-off alone spaces them).
+    idle_rescan_seconds: float | None = Field(default=None, gt=0)
     #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (the scaling rule)
     scaling_rule: str = "0:1"  # measured: see Settings.scaling_rule
     max_threads: int = Field(default=8, ge=1)

@@ -5,7 +5,9 @@ the first that has any (one request, visibility timeout set), and handle them â€
 on a small per-thread pool, since handlers mostly wait on storage. An empty round means an
 empty-queue back-off; a thread whose back-off reaches the cap asks the listener whether it
 may retire. A thread that had been backing off and finds work tells the listener, which may
-start more threads.
+start more threads. The rounds of a thread backing off are *idle* rounds (see the planner's
+``idle_rescan``) until a trigger wakes it; a trigger that comes while a round is under way
+ends the sleep after it at once.
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             if not ctx.running.is_set():
                 ctx.running.wait()  # paused; stop() sets it too, so a stop is never missed
                 continue
+            woken = ctx.wake.generation  # a trigger from here on cuts the back-off short
             try:
-                leases = _receive_round(ctx)
+                leases = _receive_round(ctx, idle=idle_count > 0)
             except Exception:
                 failures += 1
                 ctx.state.error()
@@ -82,7 +85,7 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             delay = ctx.backoff.delay(idle_count)
             if ctx.backoff.at_cap(delay) and ctx.may_retire():
                 return True
-            if ctx.wake.sleep(delay):
+            if ctx.wake.sleep(delay, since=woken):
                 idle_count = 0  # a trigger: look again at once, and keep looking actively
         return False
     finally:
@@ -90,9 +93,10 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             pool.shutdown(wait=True)
 
 
-def _receive_round(ctx: DequeueContext) -> list[Lease]:
+def _receive_round(ctx: DequeueContext, *, idle: bool) -> list[Lease]:
     """Receive from the first queue of this round's order that has messages."""
-    for source in ctx.planner.next_round():
+    order = ctx.planner.next_round(idle=idle)
+    for source in order:
         if ctx.stopping.is_set() or not ctx.running.is_set():
             break  # stopped or paused: not one more request, even within a round
         requested_at = ctx.clock()  # visibility runs from the request, so count from here
@@ -110,7 +114,8 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
         for lease in leases:
             ctx.renewer.hold(lease)
         return leases
-    ctx.planner.mark_idle()
+    if order:  # a round that asked nobody learnt nothing: it ends no other round's skips
+        ctx.planner.mark_idle()
     return []
 
 

@@ -17,7 +17,16 @@ A round that found nothing anywhere ends the round skip: an idle thread's own ba
 already spaces its rounds, and skipping on top of it would only make work wait. So a queue
 that stays empty beside a busy one is asked about ``log2`` of the rounds it was before, and
 at least once per ``cap``. A receive that finds messages there, or a trigger naming it,
-starts it over. Not thread-safe: the planner holds its lock around every call.
+starts it over.
+
+**Idle rounds of a listener whose new work announces itself** (``idle_rescan``, set by an
+owner with a push trigger and a work signal): the back-off spaces an idle thread's rounds
+just as the doubling skip spaces a queue's receives, so the two run out together and every
+idle round would ask every queue again — twelve receives a round, for work that a trigger
+would have announced. Such a round asks a queue again only ``idle_rescan`` seconds after
+its last empty answer, for work that comes back by itself (a crashed consumer's messages
+whose lease ran out); messages this listener handed back are looked for when they are due
+(:meth:`EmptyMemory.expect`). Not thread-safe: the planner holds its lock around every call.
 """
 
 from __future__ import annotations
@@ -47,12 +56,19 @@ class _Skip:
 
 
 class EmptyMemory:
-    def __init__(self, recheck: float, cap: float) -> None:
+    def __init__(self, recheck: float, cap: float, idle_rescan: float | None = None) -> None:
         if recheck < 0 or cap < recheck:
             raise ValueError("empty_recheck_max must not be below empty_recheck (both >= 0)")
+        if idle_rescan is not None and idle_rescan <= 0:
+            raise ValueError("idle_rescan must be positive (None: idle rounds ask as usual)")
         self._recheck = recheck
         self._cap = cap
+        self._idle_rescan = idle_rescan
         self._skips: dict[str, _Skip] = {}
+        #: when each queue last answered empty (what idle rounds go by)
+        self._empty_at: dict[str, float] = {}
+        #: when messages handed back to each queue are due to be visible again
+        self._due: dict[str, list[float]] = {}
         self._busy_rounds = 0
         self._idle_rounds = 0
 
@@ -65,6 +81,8 @@ class EmptyMemory:
         return min(self._recheck * 2.0 ** min(max(streak, 1) - 1, _MAX_DOUBLINGS), self._cap)
 
     def empty(self, name: str, now: float) -> None:
+        self._asked(name, now)
+        self._empty_at[name] = now
         if not self.enabled:
             return
         previous = self._skips.get(name)
@@ -78,24 +96,52 @@ class EmptyMemory:
             cap_until=now + self._cap,
         )
 
-    def found(self, name: str) -> None:
+    def found(self, name: str, now: float) -> None:
         """``name`` gave messages: one busy round more, and ``name`` starts over."""
+        self._asked(name, now)
         self._busy_rounds += 1
         self._skips.pop(name, None)
+        self._empty_at.pop(name, None)
+
+    def expect(self, name: str, at: float) -> None:
+        """A message was handed back to ``name``, visible again at ``at``: however long
+        its skip, ``name`` is asked in the first round from then on."""
+        self._due.setdefault(name, []).append(at)
+
+    def _asked(self, name: str, now: float) -> None:
+        """``name`` was just received from: what was due by now has been looked for."""
+        due = self._due.get(name)
+        if due is None:
+            return
+        later = [at for at in due if at > now]
+        if later:
+            self._due[name] = later
+        else:
+            del self._due[name]
 
     def idle(self) -> None:
         """A round found no messages anywhere: the round skips end."""
         self._idle_rounds += 1
 
-    def skipped(self, now: float) -> set[str]:
-        """The queues to leave out of a round starting ``now``."""
-        busy, idle = self._busy_rounds, self._idle_rounds
-        return {name for name, skip in self._skips.items() if skip.skips(now, busy, idle)}
+    def skipped(self, now: float, *, idle: bool = False) -> set[str]:
+        """The queues to leave out of a round starting ``now``; ``idle``: the asking thread's
+        last round found nothing anywhere, and no trigger came since."""
+        busy, idle_rounds = self._busy_rounds, self._idle_rounds
+        skipped = {name for name, skip in self._skips.items() if skip.skips(now, busy, idle_rounds)}
+        if idle and self._idle_rescan is not None:
+            rescan_from = now - self._idle_rescan
+            skipped.update(name for name, at in self._empty_at.items() if at > rescan_from)
+        return {name for name in skipped if not self._is_due(name, now)}
+
+    def _is_due(self, name: str, now: float) -> bool:
+        return any(at <= now for at in self._due.get(name, ()))
 
     def forget(self, names: set[str] | None = None) -> None:
         """Start ``names`` (every queue if None) over: they are asked again at once."""
         if names is None:
             self._skips.clear()
+            self._empty_at.clear()
             return
         for name in names:
             self._skips.pop(name, None)
+            self._empty_at.pop(name, None)

@@ -21,7 +21,10 @@ Threads come and go with the work:
   work (one request instead of one per queue) and calls :meth:`on_work_detected` when it
   moves; the safety poll then scans only while the last scan saw messages (some may be
   hidden at a crashed instance, or due back later), and otherwise once per
-  ``quiet_rescan_seconds``, for work whose trigger and signal were both lost.
+  ``quiet_rescan_seconds``, for work whose trigger and signal were both lost. With
+  ``idle_rescan_seconds`` set too, a dequeue thread backing off leaves the queues it found
+  empty alone for that long instead of asking each again every round: the trigger and the
+  signal announce new work, and what this listener handed back is looked for when due.
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ class QueueListener:
             share_every=self.config.low_share_every,
             empty_recheck=self.config.empty_recheck_seconds,
             empty_recheck_max=self.config.empty_recheck_max_seconds,
+            idle_rescan=self.config.idle_rescan_seconds,
             clock=clock,
         )
         self._context = DequeueContext(
@@ -108,6 +112,7 @@ class QueueListener:
                 state=self.state,
                 stopping=self._stopping,
                 visibility_timeout=self.config.visibility_timeout,
+                on_handed_back=self._planner.expect_back,
                 clock=clock,
             ),
             renewer=self._renewer,

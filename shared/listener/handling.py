@@ -42,9 +42,13 @@ class MessageHandling:
         state: ListenerState,
         stopping: threading.Event,
         visibility_timeout: float,
+        on_handed_back: Callable[[str, float], object] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``on_handed_back(queue_name, at)``: a message was handed back to that queue and
+        is visible again at ``at`` (``clock`` time)."""
         self._handler = handler
+        self._on_handed_back = on_handed_back
         self._visibility_timeout = visibility_timeout
         self._due_lock = threading.Lock()
         self._returns_due_by = 0.0
@@ -65,9 +69,12 @@ class MessageHandling:
         with self._due_lock:
             return self._returns_due_by
 
-    def _expect_back(self, after_seconds: float) -> None:
+    def _expect_back(self, lease: Lease, after_seconds: float) -> None:
+        at = self._clock() + after_seconds
         with self._due_lock:
-            self._returns_due_by = max(self._returns_due_by, self._clock() + after_seconds)
+            self._returns_due_by = max(self._returns_due_by, at)
+        if self._on_handed_back is not None:
+            self._on_handed_back(lease.queue_name, at)
 
     def handle(self, lease: Lease) -> None:
         latency: float | None = None
@@ -98,7 +105,7 @@ class MessageHandling:
             raise
         except Exception as error:
             lease.release()  # stop renewing: it reappears when its visibility runs out
-            self._expect_back(self._visibility_timeout)
+            self._expect_back(lease, self._visibility_timeout)
             self._errors.remember(lease.message_id, describe_error(error))
             log.error(
                 "handler failed on message %s of %s (dequeue %d); it will reappear",
@@ -142,9 +149,9 @@ class MessageHandling:
             lease.source.queue.update_visibility(message, retry.delay)
         except Exception:  # best effort: otherwise it reappears after its timeout
             log.warning("could not defer message %s of %s", message.id, lease.queue_name)
-            self._expect_back(self._visibility_timeout)
+            self._expect_back(lease, self._visibility_timeout)
             return False
-        self._expect_back(retry.delay)
+        self._expect_back(lease, retry.delay)
         log.info(
             "message %s of %s deferred %d s: %s", message.id, lease.queue_name, retry.delay, retry
         )

@@ -17,7 +17,10 @@ of queues and receives from the first one that has messages.
 * **Empty memory** (:mod:`shared.listener.empty_memory`): a queue that answered "empty" is
   left out of the next busy rounds, longer the longer it stays empty, never longer than
   ``empty_recheck_max`` seconds; a receive that finds messages there, or a trigger naming it
-  (:meth:`forget_empty`), makes it a candidate again at once.
+  (:meth:`forget_empty`), makes it a candidate again at once. With ``idle_rescan`` (an
+  owner whose new work announces itself), a thread whose last round found nothing asks a
+  queue again only that long after its last empty answer, or once a message handed back to
+  it is due (:meth:`expect_back`).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ class PriorityPlanner:
         share_every: int = 8,
         empty_recheck: float = 0.0,
         empty_recheck_max: float | None = None,
+        idle_rescan: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if not sources:
@@ -51,7 +55,9 @@ class PriorityPlanner:
         self._levels = [list(g) for _, g in itertools.groupby(ordered, key=lambda s: s.rank)]
         self._share_every = share_every
         self._empty = EmptyMemory(
-            empty_recheck, empty_recheck if empty_recheck_max is None else empty_recheck_max
+            empty_recheck,
+            empty_recheck if empty_recheck_max is None else empty_recheck_max,
+            idle_rescan,
         )
         self._clock = clock
         self._lock = threading.Lock()
@@ -61,12 +67,13 @@ class PriorityPlanner:
     def sources(self) -> list[QueueSource]:
         return [source for level in self._levels for source in level]
 
-    def next_round(self) -> list[QueueSource]:
-        """The queues to try this round, best first (recently empty ones left out)."""
+    def next_round(self, *, idle: bool = False) -> list[QueueSource]:
+        """The queues to try this round, best first (recently empty ones left out);
+        ``idle``: the thread's last round found nothing, and no trigger came since."""
         with self._lock:
             self._round += 1
             number = self._round
-            skipped = self._empty.skipped(self._clock())
+            skipped = self._empty.skipped(self._clock(), idle=idle)
         order: list[QueueSource] = []
         for level, turn in self._level_order(number):
             start = turn % len(level)
@@ -85,12 +92,18 @@ class PriorityPlanner:
         """``source`` gave messages: it is busy again, so its next empty answer starts over
         (and the round counts as busy for the other queues' skips)."""
         with self._lock:
-            self._empty.found(source.name)
+            self._empty.found(source.name, self._clock())
 
     def mark_idle(self) -> None:
         """A round found no messages on any queue (the thread backs off now)."""
         with self._lock:
             self._empty.idle()
+
+    def expect_back(self, queue_name: str, at: float) -> None:
+        """A message was handed back to ``queue_name`` and is visible again at ``at``
+        (this planner's clock): look for it then, whatever the queue's skip."""
+        with self._lock:
+            self._empty.expect(queue_name, at)
 
     def forget_empty(self, queue_names: Collection[str] | None = None) -> None:
         """New work was announced on ``queue_names`` (every queue if None): look at them

@@ -13,7 +13,8 @@ import threading
 
 
 class WakeSignal:
-    """Sleeps that end early when :meth:`wake` is called after they began."""
+    """Sleeps that end early when :meth:`wake` is called after they began (or after the
+    :attr:`generation` they are given: a wake during the round before is not lost)."""
 
     def __init__(self) -> None:
         self._changed = threading.Condition()
@@ -24,8 +25,15 @@ class WakeSignal:
             self._generation += 1
             self._changed.notify_all()
 
-    def sleep(self, seconds: float) -> bool:
-        """Sleep up to ``seconds``; True if woken before the time was up."""
+    @property
+    def generation(self) -> int:
+        """How many wakes so far: pass it to :meth:`sleep` to count wakes from now on."""
         with self._changed:
-            began = self._generation
+            return self._generation
+
+    def sleep(self, seconds: float, since: int | None = None) -> bool:
+        """Sleep up to ``seconds``; True if woken before the time was up, or already woken
+        since ``since`` (a :attr:`generation`)."""
+        with self._changed:
+            began = self._generation if since is None else since
             return self._changed.wait_for(lambda: self._generation != began, timeout=seconds)

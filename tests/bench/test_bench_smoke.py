@@ -37,6 +37,11 @@ PROMISED: dict[str, set[str]] = {
         "growing.requests_per_1000_tx",
         "requests_growing_vs_fixed",
     },
+    "idle_tail": {
+        "every_round.tail_requests",
+        "rescan.tail_requests",
+        "tail_requests_rescan_vs_every_round",
+    },
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
     "end_to_end": {
         "end_to_end.transactions_per_second",
