@@ -19,6 +19,8 @@ import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from functools import partial
 from pathlib import Path
 
 from shared.closing import Closing
@@ -96,7 +98,7 @@ class IntakeHelpers(Closing):
             return
         pool = self.pool()
         for _ in range(self.processes):
-            pool.submit(_preload, HELPER_MODULE).add_done_callback(_loaded)
+            pool.submit(_preload, HELPER_MODULE).add_done_callback(partial(_loaded, HELPER_MODULE))
 
     def discard_broken(self, pool: ProcessPoolExecutor) -> None:
         """Forget ``pool`` after a helper died in it; the next :meth:`pool` starts anew."""
@@ -132,9 +134,16 @@ def _preload(module: str) -> None:
     importlib.import_module(module)
 
 
-def _loaded(future: Future[None]) -> None:
-    """A warm-up import failed: say so; the pool itself reports a dead helper on next use."""
-    if not future.cancelled() and future.exception() is not None:
+def _loaded(module: str, future: Future[None]) -> None:
+    """Say why a warm-up failed: the helper died (killed, out of memory), or it could not
+    import ``module`` (a broken install, which every batch would then hit)."""
+    if future.cancelled() or (error := future.exception()) is None:
+        return
+    if isinstance(error, BrokenProcessPool):
         log.warning(
-            "an intake helper could not import %s", HELPER_MODULE, exc_info=future.exception()
+            "an intake helper died while starting (%s); the next batch that needs the "
+            "helpers is read by the serial reader, and a new pool starts after it",
+            error,
         )
+        return
+    log.warning("an intake helper could not import %s", module, exc_info=error)

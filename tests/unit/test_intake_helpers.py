@@ -1,13 +1,17 @@
-"""How many intake helper processes an initiator starts (initiator.intake_helpers)."""
+"""How many intake helper processes an initiator starts, and what their warm-up says when
+it fails (initiator.intake_helpers)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
 import pytest
 
-from initiator.intake_helpers import available_cores, helper_count
+from initiator import intake_helpers
+from initiator.intake_helpers import IntakeHelpers, available_cores, helper_count
+from tests.listener.helpers import wait_until
 
 CORES = len(os.sched_getaffinity(0))
 
@@ -39,3 +43,29 @@ def test_without_a_quota_every_core_counts(tmp_path: Path) -> None:
     assert available_cores(quota(tmp_path, "max 100000\n")) == CORES
     assert available_cores(tmp_path / "absent") == CORES
     assert helper_count(0, cpu_max=tmp_path / "absent") == (CORES if CORES >= 2 else 0)
+
+
+@pytest.mark.parametrize(
+    ("module", "said", "not_said"),
+    [
+        ("tests.support.dies_on_import", "died while starting", "could not import"),
+        ("tests.support.no_such_module", "could not import tests.support.no_such_module", "died"),
+    ],
+)
+def test_a_failed_warm_up_says_whether_the_helper_died_or_could_not_import(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    module: str,
+    said: str,
+    not_said: str,
+) -> None:
+    monkeypatch.setattr(intake_helpers, "HELPER_MODULE", module)
+    helpers = IntakeHelpers(1, gc_young_threshold=700)
+    try:
+        with caplog.at_level(logging.WARNING, logger="initiator"):
+            helpers.start()
+            assert wait_until(lambda: "intake helper" in caplog.text, timeout=60)
+    finally:
+        helpers.close()
+    assert said in caplog.text
+    assert not_said not in caplog.text
