@@ -10,9 +10,11 @@
 Threads come and go with the work:
 
 * **Up**: on a trigger, or
-  when a backing-off thread finds work, :meth:`on_work_detected` queries the depth of every
-  queue, asks the :class:`~shared.listener.scaling.ScalingRule` how many threads that depth
-  deserves, and starts the missing ones (never more than ``max_threads``).
+  when a backing-off thread finds work, :meth:`on_work_detected` queries the depth of the
+  queues the work is on (every queue when the caller does not know), asks the
+  :class:`~shared.listener.scaling.ScalingRule` how many threads that depth deserves, and
+  starts the missing ones (never more than ``max_threads``; threads already running for
+  other queues count, so a partial depth never scales down).
 * **Down**: a thread whose empty-queue back-off reaches the
   cap retires, unless it is the last one. With a push trigger the last one retires too and
   only a slow **safety poll** remains (every ``safety_poll_seconds``, a depth query), so a
@@ -162,7 +164,7 @@ class QueueListener:
             return 0
         self._planner.forget_empty(queue_names)
         self._wake.wake()  # threads asleep in their back-off look again now
-        return self._scale_to(self._query_depth())
+        return self._scale_to(self._query_depth(queue_names))
 
     def pause(self) -> None:
         """Take no new messages until :meth:`resume`: each dequeue thread finishes the messages
@@ -217,10 +219,13 @@ class QueueListener:
         return self._stopping.is_set()
 
     # --- scaling -------------------------------------------------------------------------
-    def _query_depth(self) -> int | None:
-        """Total approximate depth of every queue (one request each); None on failure."""
+    def _query_depth(self, queue_names: Collection[str] | None = None) -> int | None:
+        """Total approximate depth of the queues named (every queue if None, or if none of
+        them is this listener's), one request each; None on failure."""
+        named = [s for s in self._sources if queue_names is not None and s.name in queue_names]
+        sources = named or self._sources
         try:
-            depths = {source.name: source.queue.approximate_count() for source in self._sources}
+            depths = {source.name: source.queue.approximate_count() for source in sources}
         except Exception:
             log.warning("%s could not query queue depth", self.name, exc_info=True)
             self.state.error()
@@ -228,7 +233,10 @@ class QueueListener:
             return None
         self.state.set_depths(depths)
         total = sum(depths.values())
-        self._last_scan = (self._clock(), total)
+        # A scan of some queues that found them empty says nothing of the others, so only
+        # a whole scan may make the safety poll quiet; one that saw messages keeps it awake.
+        if sources is self._sources or total:
+            self._last_scan = (self._clock(), total)
         return total
 
     def _scale_to(self, depth: int | None) -> int:

@@ -88,3 +88,38 @@ def test_messages_hidden_at_a_crashed_instance_keep_the_safety_poll_scanning(
     assert listener.snapshot().handled == 0
     assert wait_until(lambda: listener.snapshot().handled == 1)
     assert held.content == "held by an instance that died"
+
+
+def test_a_trigger_naming_its_queues_asks_the_depth_of_those_alone(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    sources = make_sources(queues, ("high", "normal", "low"), partitions=2)
+    names = [source.name for source in sources]
+    listener = listener_factory(
+        sources, lambda lease: None, fast_config(safety_poll_seconds=60), trigger_available=True
+    )
+    listener.start(threads=0)
+    sources[3].queue.send("announced by a trigger")
+    listener.on_work_detected([sources[3].name])
+    assert wait_until(lambda: listener.snapshot().handled == 1)
+    assert queues.queue(names[3]).calls["count"] == 1
+    assert depth_scans(queues, names) == 1  # one request, not one per queue
+
+
+def test_a_trigger_whose_queue_is_empty_does_not_quiet_a_poll_that_saw_messages(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """Only a scan of every queue may quiet the safety poll: the trigger's queue being empty
+    says nothing of a message held elsewhere by an instance that died."""
+    held_on, announced_on = make_sources(queues, ("normal",), partitions=2)
+    held_on.queue.send("held by an instance that died")
+    held_on.queue.receive(1, visibility_timeout=1)
+    listener = listener_factory(
+        [held_on, announced_on],
+        lambda lease: None,
+        fast_config(safety_poll_seconds=TICK, quiet_rescan_seconds=600),
+        trigger_available=True,
+    )
+    listener.start(threads=0)
+    listener.on_work_detected([announced_on.name])  # finds its queue empty
+    assert wait_until(lambda: listener.snapshot().handled == 1)
