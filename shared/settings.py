@@ -19,10 +19,9 @@ from shared.collector import DEFAULT_YOUNG_THRESHOLD
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
 
-#: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 32,000-row
-#: payload blob is ~700 KB and is rated in well under a second, and a 200,000-transaction
-#: batch makes 10 chunks rather than 15 at 16,000 (bench/README.md, "The largest chunk").
-DEFAULT_MAX_CHUNK_SIZE = 32_000
+#: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 16,000-row
+#: payload blob is ~350 KB and is rated in well under a second (bench/README.md).
+DEFAULT_MAX_CHUNK_SIZE = 16_000
 
 
 def _split_csv(value: object) -> object:
