@@ -222,7 +222,7 @@ class QueueListener:
     def _query_depth(self, queue_names: Collection[str] | None = None) -> int | None:
         """Total approximate depth of the queues named (every queue if None, or if none of
         them is this listener's), one request each; None on failure."""
-        named = [s for s in self._sources if queue_names is not None and s.name in queue_names]
+        named = [s for s in self._sources if s.name in queue_names] if queue_names else []
         sources = named or self._sources
         try:
             depths = {source.name: source.queue.approximate_count() for source in sources}
@@ -235,7 +235,7 @@ class QueueListener:
         total = sum(depths.values())
         # A scan of some queues that found them empty says nothing of the others, so only
         # a whole scan may make the safety poll quiet; one that saw messages keeps it awake.
-        if sources is self._sources or total:
+        if not named or total:
             self._last_scan = (self._clock(), total)
         return total
 
