@@ -179,6 +179,7 @@ class BatchAcceptance:
                 codes=pricebook,
                 batch_id=publication.batch_id,
                 sizes=chunk_sizes(settings.chunk_size, settings.max_chunk_size),
+                segment_lines=settings.intake_segment_lines,
                 sink=publication,
                 helpers=self._helpers,
                 max_decompressed_bytes=settings.max_decompressed_bytes,

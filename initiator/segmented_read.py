@@ -1,14 +1,20 @@
-"""Reading a clean batch file with the intake's helper processes, in chunk-sized segments.
+"""Reading a clean batch file with the intake's helper processes, in segments.
 
 One thread validates ~130,000 transactions a second, so a large batch's ``202`` waits for
 one core while the others idle. Here the request's thread only reads the body (inflating
 gzip, with the same limits and checkpoints as the serial reader), cuts it into runs of
 lines, one per chunk of the chunk plan (:func:`~initiator.acceptance.growing_chunks`'
-sizes), and hands them to the helpers (:func:`initiator.intake.segments.check_segment`),
-a few at a time. In file order, it then takes each checked segment: checks its
-transaction ids against every earlier one (the same :class:`DuplicateDetector`, in bounded
-memory), counts its blank lines against the file's cap, adds its control totals and
-stores its chunk (the payload document the helper made).
+sizes) or several for a chunk larger than ``segment_lines``, and hands them to the helpers
+(:func:`initiator.intake.segments.check_segment`), a few at a time. In file order, it then
+takes each checked segment: checks its transaction ids against every earlier one (the
+same :class:`DuplicateDetector`, in bounded memory), counts its blank lines against the
+file's cap, adds its control totals and, at the last segment of a chunk, stores the chunk
+(its payload document put together from the rows the helpers encoded).
+
+Why segments have a size of their own: a helper holds a segment's transactions as objects
+while it checks them, ~1 KB a line, so chunks twice as large made each helper ~15 MB
+larger on a 1 GB body (bench/README.md, "Issue 12, session 13"); a chunk's size is a
+matter of storage requests, a segment's of memory.
 
 It answers only for a file that passes all of that: :func:`read_in_segments` returns the
 control totals, or None when anything is not clean (a bad line, a quote in a CSV file, a
@@ -43,12 +49,14 @@ from initiator.intake.problems import ProblemCollector, StopScanning
 from initiator.intake.segments import (
     QUOTE,
     CheckedSegment,
+    Cut,
     NotSegmentable,
     Segment,
     check_segment,
     cut_segments,
 )
 from initiator.intake_helpers import IntakeHelpers
+from shared.contracts.chunk_payload import chunk_json_of_parts
 from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals
 
 log = logging.getLogger(__name__)
@@ -72,6 +80,7 @@ def read_in_segments(
     codes: CodeBook,
     batch_id: str,
     sizes: Iterator[int],
+    segment_lines: int,
     sink: ChunkSink,
     helpers: IntakeHelpers,
     max_decompressed_bytes: int | None,
@@ -79,8 +88,9 @@ def read_in_segments(
 ) -> ControlTotals | None:
     """The batch's control totals, its chunks stored in ``sink``; None: read it serially.
 
-    ``sizes``: the chunk plan, the lines of each segment in turn. Exceptions other than
-    "not clean" (a client gone at a ``checkpoint``, a storage error) propagate.
+    ``sizes``: the chunk plan, the lines of each chunk in turn; ``segment_lines``: the most
+    lines a helper checks at once. Exceptions other than "not clean" (a client gone at a
+    ``checkpoint``, a storage error) propagate.
     """
     problems = ProblemCollector(1)
     batch_format = format_for(content_type, problems)
@@ -105,7 +115,8 @@ def read_in_segments(
         if header is not None and QUOTE in header:
             return None
         reading = _SegmentedRead(codes, batch_id, header, sink, helpers)
-        totals = reading.run(cut_segments(lines, sizes, first_line=2 if header else 1))
+        cuts = cut_segments(lines, sizes, most_lines=segment_lines, first_line=2 if header else 1)
+        totals = reading.run(cuts)
     except (StopScanning, NotSegmentable):
         return None
     if totals is None or problems.found:
@@ -155,11 +166,15 @@ class _SegmentedRead:
         self._transactions = 0
         self._quantity = 0
         self._id_checksum = 0
+        self._chunks = 0  # stored so far
+        self._parts: list[CheckedSegment] = []  # of the chunk being put together
 
-    def run(self, segments: Iterator[tuple[int, bytes]]) -> ControlTotals | None:
+    def run(self, cuts: Iterator[Cut]) -> ControlTotals | None:
         try:
-            if not self._take_all(segments):
+            if not self._take_all(cuts):
                 return None
+            if self._parts:  # the file ended where the plan's chunk had more to come
+                self._store_chunk()
             if self._duplicates.finish(limit=1) or not self._transactions:
                 return None
         finally:
@@ -170,28 +185,27 @@ class _SegmentedRead:
             id_checksum=self._id_checksum,
         )
 
-    def _take_all(self, segments: Iterator[tuple[int, bytes]]) -> bool:
+    def _take_all(self, cuts: Iterator[Cut]) -> bool:
         """Every segment checked and taken in order; False at the first that is not clean."""
-        first_two = list(islice(segments, 2))
-        if len(first_two) == 1:  # one chunk: checked right here, no helper started for it
-            first_line, data = first_two[0]
-            return self._take(_line_count(data), check_segment(self._segment(0, first_line, data)))
+        first_two = list(islice(cuts, 2))
+        if len(first_two) == 1:  # one segment: checked right here, no helper started for it
+            cut = first_two[0]
+            return self._take(cut, check_segment(self._segment(cut)))
         pool = self._helpers.pool()
         window = self._helpers.processes * _IN_FLIGHT_PER_HELPER
-        pending: deque[tuple[int, Future[CheckedSegment | None]]] = deque()
+        pending: deque[tuple[Cut, Future[CheckedSegment | None]]] = deque()
         try:
-            for chunk, (first_line, data) in enumerate(chain(first_two, segments)):
-                if self._header is not None and QUOTE in data:
+            for cut in chain(first_two, cuts):
+                if self._header is not None and QUOTE in cut.data:
                     return False  # found early, before the helpers spend time on it
-                segment = self._segment(chunk, first_line, data)
-                pending.append((_line_count(data), pool.submit(check_segment, segment)))
+                pending.append((cut, pool.submit(check_segment, self._segment(cut))))
                 while len(pending) >= window:
-                    lines, future = pending.popleft()
-                    if not self._take(lines, future.result()):
+                    taken, future = pending.popleft()
+                    if not self._take(taken, future.result()):
                         return False
             while pending:
-                lines, future = pending.popleft()
-                if not self._take(lines, future.result()):
+                taken, future = pending.popleft()
+                if not self._take(taken, future.result()):
                     return False
         except BrokenProcessPool:
             log.warning("an intake helper died; this batch is read by the request's thread")
@@ -202,27 +216,39 @@ class _SegmentedRead:
                 future.cancel()
         return True
 
-    def _segment(self, chunk: int, first_line: int, data: bytes) -> Segment:
-        return Segment(self._batch_id, chunk, first_line, self._header, data, self._codes)
+    def _segment(self, cut: Cut) -> Segment:
+        return Segment(cut.first_line, self._header, cut.data, self._codes)
 
-    def _take(self, lines: int, checked: CheckedSegment | None) -> bool:
-        """Check one segment across the others and store its chunk; False if not clean."""
+    def _take(self, cut: Cut, checked: CheckedSegment | None) -> bool:
+        """Check one segment across the others and, if it ends its chunk, store the chunk;
+        False if not clean."""
         if checked is None:
             return False
         add = self._duplicates.add
         for transaction_id, line in zip(checked.transaction_ids, checked.lines, strict=True):
             if add(transaction_id, line):
                 return False
-        self._blank_lines += lines - checked.transactions
+        self._blank_lines += _line_count(cut.data) - checked.transactions
         if self._blank_lines > MAX_BLANK_LINES:
             return False
         self._transactions += checked.transactions
         self._quantity += checked.quantity
         self._id_checksum = (self._id_checksum + checked.id_checksum) % ID_CHECKSUM_MODULUS
-        self._sink.add_chunk_document(
-            checked.document, (checked.first_line, checked.last_line, checked.transactions)
-        )
+        self._parts.append(checked)
+        if cut.ends_chunk:
+            self._store_chunk()
         return True
+
+    def _store_chunk(self) -> None:
+        parts, self._parts = self._parts, []
+        document = chunk_json_of_parts(
+            self._batch_id, self._chunks, [part.rows_json for part in parts]
+        )
+        self._chunks += 1
+        transactions = sum(part.transactions for part in parts)
+        self._sink.add_chunk_document(
+            document, (parts[0].first_line, parts[-1].last_line, transactions)
+        )
 
 
 def _line_count(data: bytes) -> int:

@@ -101,13 +101,17 @@ class Settings(BaseSettings):
     #: 0 (unset): ``DEFAULT_MAX_CHUNK_SIZE``, or ``chunk_size`` itself when that is set, so
     #: that an explicit chunk size stays a fixed one. Never below ``chunk_size``.
     max_chunk_size: int = Field(default=0, ge=0, le=50_000)
-    #: Helper processes that validate a clean CSV or JSON Lines file in chunk-sized runs of
-    #: lines while the request's thread reads, stores and checks across them
-    #: (initiator.segmented_read); a file they do not pass is read again by the one
-    #: reader that words rejections. 0: one per core when there are two or more, else
-    #: none; 1: none (one thread reads every batch). Each helper costs ~50 MB once started,
-    #: which is when a batch first needs a second chunk.
+    #: Helper processes that validate a clean CSV or JSON Lines file in runs of lines
+    #: (chunks, or parts of the larger ones) while the request's thread reads, stores and
+    #: checks across them (initiator.segmented_read); a file they do not pass is read
+    #: again by the one reader that words rejections. 0: one per core when there are two
+    #: or more, else none; 1: none (one thread reads every batch). Each helper costs
+    #: ~50 MB once started, which is when a batch first needs a second chunk.
     intake_processes: int = Field(default=0, ge=0, le=64)
+    #: The most lines a helper validates at once: a chunk larger than this is checked in
+    #: several segments and stored as one, so that a helper's memory (~1 KB a line while it
+    #: checks) does not grow with ``max_chunk_size``.
+    intake_segment_lines: int = Field(default=16_000, ge=1, le=50_000)
 
     # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)

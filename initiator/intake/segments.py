@@ -7,11 +7,14 @@ clean (a bad value, a quote, a duplicate within the run, a line without its fiel
 read again by the serial reader, which then says exactly what and where.
 
 :func:`cut_segments` cuts the file's bytes at line feeds into runs of ``sizes`` lines, the
-chunk plan, so that one run becomes one chunk. :func:`check_segment`, in a helper process,
-puts a run through the very code the serial reader uses (:func:`text_lines`,
-:func:`csv_records` or :func:`jsonl_records`, :class:`TransactionValidator`) and, when clean,
-returns the chunk's payload document, its control totals and its transaction ids (for the
-check across runs, which only the caller can make).
+chunk plan, each chunk in one run or, when it is larger than the segment size, in several:
+a helper's memory is then a segment's worth whatever the chunk size, and the caller puts a
+chunk's runs back together (:func:`~shared.contracts.chunk_payload.chunk_json_of_parts`).
+:func:`check_segment`, in a helper process, puts a run through the very code the serial
+reader uses (:func:`text_lines`, :func:`csv_records` or :func:`jsonl_records`,
+:class:`TransactionValidator`) and, when clean, returns its rows encoded for the chunk's
+payload document, its control totals and its transaction ids (for the check across runs,
+which only the caller can make).
 
 Why one CSV line is one record here: a run holding a double quote is not clean (a quoted
 field may span lines, and a cut inside one would change what the fields are), so every
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from initiator.intake.csv_batch import csv_records
 from initiator.intake.duplicates import DuplicateDetector
@@ -30,7 +34,7 @@ from initiator.intake.fields import REQUIRED_FIELDS, CodeBook, TransactionValida
 from initiator.intake.jsonl_batch import jsonl_records
 from initiator.intake.lines import MAX_LINE_BYTES, text_lines
 from initiator.intake.problems import ProblemCollector, StopScanning
-from shared.contracts.chunk_payload import NumberedTransaction, chunk_json
+from shared.contracts.chunk_payload import NumberedTransaction, rows_json
 from shared.domain.transactions import ControlTotalsBuilder
 
 QUOTE = b'"'
@@ -40,12 +44,22 @@ class NotSegmentable(Exception):  # noqa: N818 - a control-flow signal, like Sto
     """The file is not one the segments can take: the serial reader reads it instead."""
 
 
+class Cut(NamedTuple):
+    """A run of lines from :func:`cut_segments`."""
+
+    first_line: int
+    """The physical line number of the run's first line."""
+    data: bytes
+    """Whole lines, each ending with LF but perhaps the file's last."""
+    ends_chunk: bool
+    """Whether the run is its chunk's last (the file's last run may end its chunk short of
+    the plan with this False: it ends with the file)."""
+
+
 @dataclass(frozen=True)
 class Segment:
-    """One chunk's worth of the file's lines, for :func:`check_segment`."""
+    """A run of the file's lines (a chunk or part of one), for :func:`check_segment`."""
 
-    batch_id: str
-    chunk: int
     first_line: int
     """The physical line number of the first line of ``data``."""
     header: bytes | None
@@ -57,11 +71,12 @@ class Segment:
 
 @dataclass(frozen=True)
 class CheckedSegment:
-    """What a clean segment holds: its chunk ready to store, and what the caller checks."""
+    """What a clean segment holds: its rows ready for the chunk's document, and what the
+    caller checks."""
 
-    chunk: int
-    document: bytes
-    """The chunk's payload document (:func:`~shared.contracts.chunk_payload.chunk_json`)."""
+    rows_json: bytes
+    """Its rows, a part of its chunk's payload document
+    (:func:`~shared.contracts.chunk_payload.rows_json`)."""
     first_line: int
     last_line: int
     transactions: int
@@ -104,8 +119,7 @@ def check_segment(segment: Segment) -> CheckedSegment | None:
     totals.add_all(transactions)
     built = totals.build()
     return CheckedSegment(
-        chunk=segment.chunk,
-        document=chunk_json(segment.batch_id, segment.chunk, rows),
+        rows_json=rows_json(rows),
         first_line=rows[0][0],
         last_line=rows[-1][0],
         transactions=len(rows),
@@ -117,29 +131,32 @@ def check_segment(segment: Segment) -> CheckedSegment | None:
 
 
 def cut_segments(
-    content: Iterable[bytes], sizes: Iterator[int], *, first_line: int = 1
-) -> Iterator[tuple[int, bytes]]:
-    """``(first line number, bytes)`` of consecutive runs of ``next(sizes)`` lines.
+    content: Iterable[bytes], sizes: Iterator[int], *, most_lines: int, first_line: int = 1
+) -> Iterator[Cut]:
+    """Consecutive runs of lines: each chunk of the plan (``next(sizes)`` lines) in runs of
+    at most ``most_lines``, the last of each marked (:attr:`Cut.ends_chunk`).
 
     Raises :class:`NotSegmentable` for a line longer than the serial reader allows
     (:data:`MAX_LINE_BYTES`): it would refuse it, so it should be the one to say so.
     """
     buffer = bytearray()
     newlines = 0  # in buffer
-    wanted = next(sizes)
+    chunk_left = next(sizes)  # lines of the current chunk not yet cut
     for block in content:
         buffer += block
         newlines += block.count(b"\n")
         if len(buffer) - buffer.rfind(b"\n") > MAX_LINE_BYTES:
             raise NotSegmentable("a line is longer than the reader allows")
-        while newlines >= wanted:
+        while newlines >= (wanted := min(chunk_left, most_lines)):
             end = -1
             for _ in range(wanted):
                 end = buffer.find(b"\n", end + 1)
-            yield first_line, bytes(buffer[: end + 1])
+            chunk_left -= wanted
+            yield Cut(first_line, bytes(buffer[: end + 1]), ends_chunk=not chunk_left)
             del buffer[: end + 1]
             newlines -= wanted
             first_line += wanted
-            wanted = next(sizes)
+            if not chunk_left:
+                chunk_left = next(sizes)
     if buffer:
-        yield first_line, bytes(buffer)
+        yield Cut(first_line, bytes(buffer), ends_chunk=True)

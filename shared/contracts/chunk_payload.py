@@ -119,6 +119,30 @@ def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -
     return _encoder.encode(document)
 
 
+def rows_json(rows: Sequence[NumberedTransaction]) -> bytes:
+    """The JSON array of a chunk's :func:`payload_rows`: one part of a document that
+    :func:`chunk_json_of_parts` puts together (an intake helper checks part of a chunk)."""
+    return _encoder.encode(payload_rows(rows))
+
+
+def chunk_json_of_parts(batch_id: str, chunk: int, parts: Sequence[bytes]) -> bytes:
+    """:func:`chunk_json` of the rows of ``parts`` (:func:`rows_json` arrays), in order: the
+    same bytes as ``chunk_json`` of all their rows at once, without decoding any part."""
+    if not parts:
+        raise ValueError("a chunk needs at least one part")
+    # Each part is "[row,row,...]" with no whitespace (msgspec writes none): the chunk's
+    # array is their insides joined by commas, inserted as it is (msgspec.Raw).
+    rows = msgspec.Raw(b"[" + b",".join(part[1:-1] for part in parts) + b"]")
+    document = {
+        "v": PAYLOAD_VERSION,
+        "batch_id": batch_id,
+        "chunk": chunk,
+        "columns": COLUMNS,
+        "rows": rows,
+    }
+    return _encoder.encode(document)
+
+
 def compress_chunk_json(document: bytes, *, compresslevel: int = DEFAULT_COMPRESSLEVEL) -> bytes:
     """Compress a :func:`chunk_json` document (equal chunks give equal bytes)."""
     return compress(document, level=compresslevel)

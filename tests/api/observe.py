@@ -47,14 +47,21 @@ def payload_rows(
     storage: StorageAccount, settings: Settings, batch_id: str
 ) -> list[NumberedTransaction]:
     """Every chunk of the batch decoded, concatenated in chunk order."""
+    return [row for chunk in payload_chunks(storage, settings, batch_id) for row in chunk]
+
+
+def payload_chunks(
+    storage: StorageAccount, settings: Settings, batch_id: str
+) -> list[list[NumberedTransaction]]:
+    """The rows of each chunk of the batch, in chunk order."""
     container = storage.container(settings.payload_container)
     names = sorted(blob.name for blob in container.list(prefix=f"{batch_id}/"))
-    rows: list[NumberedTransaction] = []
+    chunks: list[list[NumberedTransaction]] = []
     for index, name in enumerate(names):
         payload = decode_chunk(container.get(name).data)
         assert (payload.batch_id, payload.chunk) == (batch_id, index)
-        rows.extend(payload.rows)
-    return rows
+        chunks.append(payload.rows)
+    return chunks
 
 
 def queued_work_items(

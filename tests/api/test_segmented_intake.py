@@ -5,7 +5,9 @@ request's thread (``BILLING_INTAKE_PROCESSES=1``), one with two helper processes
 clean files in segments (initiator.segmented_read). An accepted file must yield the same
 transactions, line by line, and the same control totals; a rejected one the very same
 response, and no trace. Which path each took is checked too: a clean file must have been
-taken by the helpers, and anything else read again by the serial reader.
+taken by the helpers, and anything else read again by the serial reader. The helpers
+check segments of half a chunk, which the initiator puts back together into the chunks
+whole segments would have made.
 """
 
 from __future__ import annotations
@@ -25,14 +27,15 @@ from shared.settings import Settings
 from tests.api.batch_files import COLUMNS, csv_file, expected, gzipped, jsonl_file, row, rows
 from tests.api.conftest import SettingsFactory
 from tests.api.harness import AUTH, started_api
-from tests.api.observe import payload_rows
+from tests.api.observe import payload_chunks, payload_rows
 
 pytestmark = pytest.mark.anyio
 
 CSV = {**AUTH, "Content-Type": "text/csv"}
 JSONL = {**AUTH, "Content-Type": "application/x-ndjson"}
 READ_AGAIN = "is read again by the serial reader"
-ROWS = 95  # in chunks of 10 lines (the API tests' chunk size): 10 segments
+ROWS = 95  # in chunks of 10 lines (the API tests' chunk size): 10 chunks
+SEGMENT_LINES = 5  # two segments a chunk; the last chunk, 5 lines, ends where a segment does
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,8 @@ async def test_the_helpers_answer_as_the_serial_reader_does(
 ) -> None:
     serial = await _answer(make_settings(intake_processes=1), case, caplog)
     assert READ_AGAIN not in serial.log
-    helped = await _answer(make_settings(intake_processes=2), case, caplog)
+    helpers = make_settings(intake_processes=2, intake_segment_lines=SEGMENT_LINES)
+    helped = await _answer(helpers, case, caplog)
 
     assert helped.status == serial.status
     assert helped.body == serial.body
@@ -114,10 +118,14 @@ class _Answer:
     status: int
     body: dict[str, Any]
     """The response, without the names the batch was stored under."""
-    rows: list[NumberedTransaction]
+    chunks: list[list[NumberedTransaction]]
     control_totals: dict[str, Any] | None
     trace_unchanged: bool
     log: str
+
+    @property
+    def rows(self) -> list[NumberedTransaction]:
+        return [row for chunk in self.chunks for row in chunk]
 
 
 async def _answer(settings: Settings, case: Case, caplog: pytest.LogCaptureFixture) -> _Answer:
@@ -129,13 +137,30 @@ async def _answer(settings: Settings, case: Case, caplog: pytest.LogCaptureFixtu
             body = response.json()
             stored, totals = [], None
             if response.status_code == 202:
-                stored = payload_rows(api.services.storage, api.settings, body["batch_id"])
+                stored = payload_chunks(api.services.storage, api.settings, body["batch_id"])
                 status = await api.client.get(f"/batches/{body['batch_id']}", headers=AUTH)
                 totals = status.raise_for_status().json()["control_totals"]
             unchanged = api.trace() == before
     names = {"batch_id", "status_url"}
     content = {key: value for key, value in body.items() if key not in names}
     return _Answer(response.status_code, content, stored, totals, unchanged, caplog.text)
+
+
+@pytest.mark.parametrize(
+    "case", [case for case in CASES if case.helpers_take_it], ids=lambda case: case.name
+)
+async def test_a_chunk_checked_in_segments_is_stored_as_the_chunk_it_is(
+    case: Case, make_settings: SettingsFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Blank lines count as lines of the plan here (the serial reader counts transactions),
+    so the reference is the helpers checking whole chunks."""
+    whole = await _answer(make_settings(intake_processes=2), case, caplog)
+    in_parts = make_settings(intake_processes=2, intake_segment_lines=SEGMENT_LINES)
+    parts = await _answer(in_parts, case, caplog)
+
+    assert whole.status == 202, whole.body
+    assert parts.chunks == whole.chunks
+    assert READ_AGAIN not in parts.log
 
 
 async def test_blank_lines_count_against_the_cap_across_chunks(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from datetime import datetime
+from itertools import pairwise
 
 import pytest
 
@@ -12,11 +13,13 @@ from shared.contracts.blob_compression import compress, decompress
 from shared.contracts.chunk_payload import (
     ChunkPayloadError,
     chunk_json,
+    chunk_json_of_parts,
     compress_chunk_json,
     decode_chunk,
     decode_chunk_rows,
     encode_chunk,
     payload_blob_name,
+    rows_json,
 )
 from shared.domain.transactions import Transaction
 
@@ -100,6 +103,17 @@ def test_the_blob_is_the_json_document_compressed_in_two_steps() -> None:
     assert blob.startswith(b"\x28\xb5\x2f\xfd")  # a Zstandard frame
     assert decompress(blob) == document
     assert compress_chunk_json(document) == encode_chunk("batch-1", 7, ROWS)
+
+
+def test_a_document_put_together_from_parts_is_the_document_of_all_its_rows() -> None:
+    many = [(line, transaction) for line, (_, transaction) in enumerate(ROWS * 4, start=2)]
+    whole = chunk_json("batch-1", 3, many)
+    for cuts in ([], [1], [len(many) - 1], [2, 5], [1, 2, 3, 4, 5, 6, 7]):
+        bounds = [0, *cuts, len(many)]
+        parts = [rows_json(many[start:end]) for start, end in pairwise(bounds)]
+        assert chunk_json_of_parts("batch-1", 3, parts) == whole, cuts
+    with pytest.raises(ValueError, match="at least one part"):
+        chunk_json_of_parts("batch-1", 3, [])
 
 
 def test_blob_names_sort_in_chunk_order() -> None:
