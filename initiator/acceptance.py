@@ -263,8 +263,8 @@ def growing_chunks(items: Iterable[T], first: int, largest: int) -> Iterator[lis
     processor's get, put, message and delete, the controller's get and delete) whatever
     its size, so large batches should have large chunks; but a small batch must still
     make enough chunks to keep every processor busy. Doubling does both without knowing
-    the batch's size in advance (intake streams it): from 2,000 up to 16,000, a
-    10,000-row batch gives 3 chunks (2,000, 4,000, 4,000), a 1,000,000-row batch 65
+    the batch's size in advance (intake streams it): from 2,000 up to 32,000, a
+    10,000-row batch gives 3 chunks (2,000, 4,000, 4,000), a 1,000,000-row batch 35
     instead of 500.
     """
     iterator = iter(items)
