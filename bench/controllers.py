@@ -37,9 +37,10 @@ from sqlalchemy import select
 
 from bench.charge_load import postgres_database
 from bench.deployment import Deployment, open_deployment
-from bench.drain import capture_work_items, rating_step
+from bench.drain import capture_work_items
 from bench.report import Cell, Report, base_parser
 from controller.worker import ControllerWorker
+from processor.worker import rating_step
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.warehouse import Batch, make_engine, upgrade

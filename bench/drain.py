@@ -25,18 +25,15 @@ from multiprocessing.synchronize import Barrier, Event
 from typing import Any
 
 from bench.deployment import Deployment
-from processor.rating_step import RatingStep
 from processor.work_queues import work_sources
+from processor.worker import rating_step
 from shared import meter
 from shared.collector import tune_collector
-from shared.contracts.batch_records import BatchRecords
-from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import PRIORITIES
 from shared.listener import Lease, QueueListener
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
 
 #: A drain that takes longer than this is broken, not slow.
 DRAIN_TIMEOUT_SECONDS = 600.0
@@ -64,19 +61,6 @@ class DrainResult:
     @property
     def requests_per_item(self) -> float:
         return meter.total(self.requests) / self.items
-
-
-def rating_step(settings: Settings, storage: StorageAccount, instance_id: str) -> RatingStep:
-    """The processor's handler, wired as :class:`processor.worker.ProcessorWorker` wires it."""
-    control = storage.container(settings.control_container)
-    return RatingStep(
-        payloads=storage.container(settings.payload_container),
-        results=storage.container(settings.results_container),
-        output=storage.queue(settings.output_queue),
-        pricebooks=PricebookStore(control),
-        batches=BatchRecords(storage.table(settings.batches_table)),
-        instance_id=instance_id,
-    )
 
 
 def capture_work_items(deployment: Deployment) -> list[CapturedItem]:

@@ -33,10 +33,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.deployment import BACKENDS, Backend, Deployment, open_deployment
-from bench.drain import capture_work_items, enqueue, rating_step
+from bench.drain import capture_work_items, enqueue
 from bench.report import Cell, Report, base_parser
 from processor.work_queues import work_sources
-from processor.worker import processor_listener_config
+from processor.worker import processor_listener_config, rating_step
 from shared import meter
 from shared.domain.priority import PRIORITIES
 from shared.listener import Lease, ListenerConfig, QueueListener

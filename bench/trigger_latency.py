@@ -28,11 +28,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.deployment import Deployment, open_deployment
-from bench.drain import rating_step
 from bench.report import Cell, Report, base_parser
 from bench.timed_storage import DequeueClock, TimedStorage
 from processor.work_queues import work_sources
-from processor.worker import ProcessorWorker
+from processor.worker import ProcessorWorker, rating_step
 from shared.domain.priority import Priority
 from shared.listener import ListenerConfig, QueueListener
 from shared.listener_settings import listener_config

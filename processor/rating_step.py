@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import Protocol
 
 from processor.integer_rater import IntegerRater
+from processor.row_budget import RowBudget
 from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import decode_chunk_rows
 from shared.contracts.chunk_result import encode_result_rows, result_blob_name
@@ -63,13 +64,16 @@ class RatingStep:
         pricebooks: PricebookSource,
         batches: BatchStates,
         instance_id: str,
+        budget: RowBudget,
     ) -> None:
+        """``budget``: the transactions this process rates at once, shared by its handlers."""
         self._payloads = payloads
         self._results = results
         self._output = output
         self._pricebooks = pricebooks
         self._batches = batches
         self._instance_id = instance_id
+        self._budget = budget
         # Once accepted, a batch never goes back: remembering it saves one table read per
         # chunk after the first (bounded: the oldest are forgotten first).
         self._accepted: OrderedDict[str, None] = OrderedDict()
@@ -100,7 +104,9 @@ class RatingStep:
             raise BatchNotYetAcceptedError(
                 f"batch {item.batch_id} is not accepted yet", delay=growing_delay(dequeue_count)
             )
-        self._output.send(self.rate(item).to_text())
+        with self._budget.hold(item.transactions):
+            result = self.rate(item)
+        self._output.send(result.to_text())
         return item.transactions
 
     def _state(self, batch_id: str) -> BatchState:

@@ -43,6 +43,7 @@ from processor.chunk_failures import ChunkFailureReporter
 from processor.control_watch import ControlWatch
 from processor.gate_keeper import GateKeeper
 from processor.rating_step import RatingStep
+from processor.row_budget import RowBudget
 from processor.subscriptions import fans_out, subscription_specs
 from processor.work_queues import work_sources
 from shared import meter, otel_metrics
@@ -86,6 +87,19 @@ def processor_listener_config(settings: Settings, **overrides: Any) -> ListenerC
             "idle_rescan_seconds": settings.idle_rescan_seconds,
             **overrides,
         },
+    )
+
+
+def rating_step(settings: Settings, storage: StorageAccount, instance_id: str) -> RatingStep:
+    """The processor's handler, on ``storage``'s containers and queues."""
+    return RatingStep(
+        payloads=storage.container(settings.payload_container),
+        results=storage.container(settings.results_container),
+        output=storage.queue(settings.output_queue),
+        pricebooks=PricebookStore(storage.container(settings.control_container)),
+        batches=BatchRecords(storage.table(settings.batches_table)),
+        instance_id=instance_id,
+        budget=RowBudget(settings.processor_rows_in_flight),
     )
 
 
@@ -144,14 +158,7 @@ class ProcessorWorker:
         )
         output = storage.queue(settings.output_queue)
         control = storage.container(settings.control_container)
-        self.step = RatingStep(
-            payloads=storage.container(settings.payload_container),
-            results=storage.container(settings.results_container),
-            output=output,
-            pricebooks=PricebookStore(control),
-            batches=BatchRecords(storage.table(settings.batches_table)),
-            instance_id=self.instance_id,
-        )
+        self.step = rating_step(settings, storage, self.instance_id)
         self.listener = QueueListener(
             work_sources(storage, settings, self.priorities),
             self._handle,

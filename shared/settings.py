@@ -144,6 +144,10 @@ class Settings(BaseSettings):
     processor_priorities: Annotated[list[Priority], NoDecode] = Field(
         default_factory=lambda: list(PRIORITIES)
     )
+    #: Transactions one processor process rates at once across its handlers
+    #: (processor.row_budget): two chunks of the largest size, so that memory stays a few
+    #: chunks' worth (~2 KB a transaction) whatever ``max_chunk_size``.
+    processor_rows_in_flight: int = Field(default=64_000, ge=1)
 
     # --- order ids --------------------------------------------------------------------
     #: One conditional write of the counter blob per range: with chunks of up to 32,000 a

@@ -1,18 +1,23 @@
-"""The rating step's admission: it asks for a batch's state until the batch is accepted."""
+"""The rating step's admission: it asks for a batch's state until the batch is accepted,
+and waits for room in the process's row budget before it fetches a chunk."""
 
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from datetime import UTC, datetime
 
 import pytest
 
 from processor.rating_step import BatchNotYetAcceptedError, RatingStep
+from processor.row_budget import RowBudget
 from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import encode_chunk, payload_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook, sample_pricebook
 from shared.domain.transactions import Transaction
+from shared.storage.ports import Blob
 from tests.support.memory_blobs import MemoryBlobContainer
 from tests.support.memory_queue import MemoryQueue
 
@@ -51,8 +56,13 @@ def work_item(payloads: MemoryBlobContainer, batch_id: str, chunk: int) -> str:
     ).to_text()
 
 
-def make_step(states: CountingStates) -> tuple[RatingStep, MemoryBlobContainer, MemoryQueue]:
-    payloads = MemoryBlobContainer("payloads")
+def make_step(
+    states: CountingStates,
+    *,
+    payloads: MemoryBlobContainer | None = None,
+    budget: RowBudget | None = None,
+) -> tuple[RatingStep, MemoryBlobContainer, MemoryQueue]:
+    payloads = payloads or MemoryBlobContainer("payloads")
     output = MemoryQueue("results")
     output.create()
     step = RatingStep(
@@ -62,6 +72,7 @@ def make_step(states: CountingStates) -> tuple[RatingStep, MemoryBlobContainer, 
         pricebooks=OneBook(),
         batches=states,
         instance_id="test",
+        budget=budget or RowBudget(64_000),
     )
     return step, payloads, output
 
@@ -90,3 +101,48 @@ def test_a_pending_batch_is_asked_again_until_it_is_accepted() -> None:
 
     assert states.asked == 2  # pending, then accepted, then remembered
     assert output.approximate_count() == 2
+
+
+class HeldPayloads(MemoryBlobContainer):
+    """Payloads whose first chunk's fetch waits to be let go; records when fetches run."""
+
+    def __init__(self) -> None:
+        super().__init__("payloads")
+        self.events: list[str] = []
+        self.first_entered = threading.Event()
+        self.let_go = threading.Event()
+
+    def get(self, blob: str) -> Blob:
+        self.events.append(f"enter {blob[-1]}")
+        if blob.endswith("0"):
+            self.first_entered.set()
+            self.let_go.wait(10)
+        self.events.append(f"leave {blob[-1]}")
+        return super().get(blob)
+
+
+@pytest.mark.parametrize(("limit", "overlap"), [(1, False), (2, True)])
+def test_handlers_fetch_at_once_only_while_the_row_budget_has_room(
+    limit: int, overlap: bool
+) -> None:
+    payloads = HeldPayloads()
+    step, _, output = make_step(
+        CountingStates("accepted"), payloads=payloads, budget=RowBudget(limit)
+    )
+    first, second = (work_item(payloads, "b-3", chunk) for chunk in (0, 1))  # 1 row each
+    handlers = [threading.Thread(target=step.handle, args=(text,)) for text in (first, second)]
+    handlers[0].start()
+    assert payloads.first_entered.wait(10)
+    handlers[1].start()
+    time.sleep(0.2)  # room for the second to fetch now, if the budget lets it
+    payloads.let_go.set()
+    for handler in handlers:
+        handler.join(10)
+
+    assert output.approximate_count() == 2
+    expected = (
+        ["enter 0", "enter 1", "leave 1", "leave 0"]
+        if overlap
+        else ["enter 0", "leave 0", "enter 1", "leave 1"]
+    )
+    assert payloads.events == expected
