@@ -109,14 +109,7 @@ def chunk_json(batch_id: str, chunk: int, rows: Sequence[NumberedTransaction]) -
     initiator runs it on the parsing thread and hands only the other half, which the
     compressor runs without the GIL, to its upload threads.
     """
-    document = {
-        "v": PAYLOAD_VERSION,
-        "batch_id": batch_id,
-        "chunk": chunk,
-        "columns": COLUMNS,
-        "rows": payload_rows(rows),
-    }
-    return _encoder.encode(document)
+    return _encode_document(batch_id, chunk, payload_rows(rows))
 
 
 def rows_json(rows: Sequence[NumberedTransaction]) -> bytes:
@@ -133,6 +126,11 @@ def chunk_json_of_parts(batch_id: str, chunk: int, parts: Sequence[bytes]) -> by
     # Each part is "[row,row,...]" with no whitespace (msgspec writes none): the chunk's
     # array is their insides joined by commas, inserted as it is (msgspec.Raw).
     rows = msgspec.Raw(b"[" + b",".join(part[1:-1] for part in parts) + b"]")
+    return _encode_document(batch_id, chunk, rows)
+
+
+def _encode_document(batch_id: str, chunk: int, rows: list[list[Any]] | msgspec.Raw) -> bytes:
+    """The one shape of a payload document, whichever way its rows came."""
     document = {
         "v": PAYLOAD_VERSION,
         "batch_id": batch_id,

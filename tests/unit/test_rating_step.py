@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import time
 from datetime import UTC, datetime
 
 import pytest
@@ -110,6 +109,7 @@ class HeldPayloads(MemoryBlobContainer):
         super().__init__("payloads")
         self.events: list[str] = []
         self.first_entered = threading.Event()
+        self.second_left = threading.Event()
         self.let_go = threading.Event()
 
     def get(self, blob: str) -> Blob:
@@ -118,6 +118,8 @@ class HeldPayloads(MemoryBlobContainer):
             self.first_entered.set()
             self.let_go.wait(10)
         self.events.append(f"leave {blob[-1]}")
+        if blob.endswith("1"):
+            self.second_left.set()
         return super().get(blob)
 
 
@@ -134,7 +136,9 @@ def test_handlers_fetch_at_once_only_while_the_row_budget_has_room(
     handlers[0].start()
     assert payloads.first_entered.wait(10)
     handlers[1].start()
-    time.sleep(0.2)  # room for the second to fetch now, if the budget lets it
+    # With room, the second fetches while the first is held (wait as long as that takes);
+    # without, it must not within a moment the first is held for.
+    assert payloads.second_left.wait(10 if overlap else 0.2) == overlap
     payloads.let_go.set()
     for handler in handlers:
         handler.join(10)
