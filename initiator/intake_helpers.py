@@ -8,6 +8,13 @@ reader (about 0.3 s each), and it ends with the process. Helpers are spawned,
 not forked: the initiator runs threads (uvicorn, uploads, the sweeper), and a fork copies
 their locks in whatever state they were. Each helper tunes its garbage collector as the
 role does (:mod:`shared.collector`), since it allocates a transaction object per line too.
+
+A helper exits when the initiator does, however the initiator ends. The pool's own
+shutdown runs at interpreter exit, which a SIGTERM skips: uvicorn shuts down gracefully and
+then re-raises the signal it caught, so the process dies by it, and a helper left waiting
+for work would live on, orphaned (every ``billing demo`` left two behind). Each helper
+therefore watches its parent's sentinel (:func:`multiprocessing.parent_process`) and exits
+once it fires: after a SIGTERM, a kill -9 or a crash alike.
 """
 
 from __future__ import annotations
@@ -16,11 +23,13 @@ import importlib
 import logging
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from functools import partial
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from shared.closing import Closing
@@ -84,7 +93,7 @@ class IntakeHelpers(Closing):
                 self._pool = ProcessPoolExecutor(
                     self.processes,
                     mp_context=multiprocessing.get_context("spawn"),
-                    initializer=tune_collector,
+                    initializer=_start_helper,
                     initargs=(self._gc_young_threshold,),
                 )
                 log.info("started %d intake helper processes", self.processes)
@@ -127,6 +136,23 @@ def shared_helpers(processes: int, *, gc_young_threshold: int) -> IntakeHelpers:
         if helpers is None:
             helpers = _shared[key] = IntakeHelpers(processes, gc_young_threshold=gc_young_threshold)
         return helpers
+
+
+def _start_helper(gc_young_threshold: int) -> None:
+    """In a new helper: tune its collector, and have it exit when its parent does."""
+    tune_collector(gc_young_threshold)
+    parent = multiprocessing.parent_process()
+    if parent is not None:
+        threading.Thread(
+            target=_exit_with, args=(parent,), name="exit-with-initiator", daemon=True
+        ).start()
+
+
+def _exit_with(parent: BaseProcess) -> None:
+    """Block until ``parent`` has exited, then end this process at once: nothing it holds
+    (a segment being checked) has anyone left to return to."""
+    multiprocessing.connection.wait([parent.sentinel])
+    os._exit(0)
 
 
 def _preload(module: str) -> None:

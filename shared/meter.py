@@ -111,8 +111,9 @@ def export_now() -> None:
 def export_at_exit() -> None:
     """Export the counts when the process exits normally.
 
-    uvicorn re-raises SIGTERM after its graceful shutdown, which skips ``atexit``: the
-    initiator also exports from its lifespan's shutdown.
+    A process killed by a signal skips ``atexit``; uvicorn re-raises the SIGTERM it
+    handled (``billing initiator`` turns that into a normal exit), so the initiator's app
+    also exports from its lifespan's shutdown, wherever it is served.
     """
     if os.environ.get(EXPORT_DIR_ENV):
         atexit.register(export_now)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
 from collections.abc import Iterator
+from types import FrameType
 
 import typer
 
@@ -53,10 +55,18 @@ def initiator(
         timeout_graceful_shutdown=3,
     )
     server = uvicorn.Server(config)
+    # uvicorn stops gracefully on SIGTERM, then raises the signal again for the handler it
+    # found. Python's default would kill the process there, skipping interpreter exit, where
+    # the intake helpers' pool shuts down; exiting instead ends them in order.
+    signal.signal(signal.SIGTERM, _exit_cleanly)
     with contextlib.suppress(KeyboardInterrupt):  # uvicorn re-raises the Ctrl-C it handled
         server.run()
     if not server.started:
         raise typer.Exit(3)  # uvicorn's own code for a failed start-up
+
+
+def _exit_cleanly(signum: int, _frame: FrameType | None) -> None:
+    raise SystemExit(0)
 
 
 def processor(

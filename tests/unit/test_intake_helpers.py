@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
+import psutil
 import pytest
 
 from initiator import intake_helpers
@@ -69,3 +73,40 @@ def test_a_failed_warm_up_says_whether_the_helper_died_or_could_not_import(
         helpers.close()
     assert said in caplog.text
     assert not_said not in caplog.text
+
+
+#: A parent that starts two helpers, says so, and waits to be killed.
+PARENT = """
+import sys, time
+from initiator.intake_helpers import IntakeHelpers
+helpers = IntakeHelpers(2, gc_young_threshold=700)
+helpers.start()
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+def test_helpers_exit_when_their_parent_dies_without_closing_them(how: signal.Signals) -> None:
+    """A parent killed (or dying by a signal's default action, as uvicorn's re-raised
+    SIGTERM would) never shuts the pool down; its helpers must not live on, orphaned."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        assert parent.stdout.readline() == "started\n"
+        process = psutil.Process(parent.pid)
+        assert wait_until(lambda: len(helper_processes(process)) == 2, timeout=60)
+        helpers = helper_processes(process)
+        parent.send_signal(how)
+        assert parent.wait(timeout=30) == -how
+        _gone, alive = psutil.wait_procs(helpers, timeout=30)
+        assert not alive, [p.cmdline() for p in alive]
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+
+
+def helper_processes(parent: psutil.Process) -> list[psutil.Process]:
+    """The parent's pool workers (not multiprocessing's resource tracker)."""
+    return [child for child in parent.children() if "spawn_main" in " ".join(child.cmdline())]
