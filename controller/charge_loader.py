@@ -1,4 +1,4 @@
-"""Bulk loading of charges: PostgreSQL ``COPY``, SQLite ``executemany`` of plain tuples.
+"""Bulk loading of charges: PostgreSQL ``COPY``, SQLite multi-row ``INSERT`` of plain tuples.
 
 The reducer inserts every charge the pipeline rates, so this is the warehouse's hottest
 write. An ORM-level insert of a list of dicts costs tens of microseconds a row in SQLAlchemy
@@ -7,8 +7,10 @@ drivers' own bulk paths cost a fraction of that:
 
 * **PostgreSQL**: ``COPY charges (…) FROM STDIN`` through psycopg 3, one ``write_row`` per
   charge (formatted in C by psycopg's binary package), streamed in the open transaction;
-* **SQLite**: one ``executemany`` of tuples on the connection's own cursor: sqlite3 binds
-  and steps every row in C.
+* **SQLite**: ``INSERT … VALUES`` of two thousand tuples a statement on the driver's
+  connection (:mod:`shared.warehouse.sqlite_rows`): sqlite3 binds every value in C and
+  steps once per statement; ``executemany``, stepping once per row, waited for the GIL
+  before every row whenever another thread of the controller ran Python.
 
 Rows are tuples in :data:`COLUMNS` order, ready for the database: integers and strings,
 and ``occurred_at`` already the UTC text the warehouse stores
@@ -33,6 +35,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from shared.domain.charges import CHARGE_FIELDS
+from shared.warehouse.sqlite_rows import insert_rows
 
 #: The order of a charge row's values: where the charge belongs, then the rated charge.
 COLUMNS = ("order_id", "batch_id", "chunk", "currency", "occurred_at", *CHARGE_FIELDS)
@@ -44,7 +47,7 @@ _COLUMN_LIST = ", ".join(COLUMNS)
 _COPY = f"COPY {_TABLE} ({_COLUMN_LIST}) FROM STDIN"
 
 
-_SQLITE_INSERT = f"INSERT INTO {_TABLE} ({_COLUMN_LIST}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_SQLITE_INTO = f"INSERT INTO {_TABLE} ({_COLUMN_LIST})"
 _UTC = "SET LOCAL TIME ZONE 'UTC'"
 
 
@@ -55,7 +58,7 @@ def load_charges(connection: Connection, rows: Iterable[WarehouseRow]) -> None:
     if dialect.name == "postgresql":
         statement = _COPY
     elif dialect.name == "sqlite":
-        statement = _SQLITE_INSERT
+        statement = _SQLITE_INTO
     else:
         raise NotImplementedError(
             f"the warehouse supports SQLite and PostgreSQL, not {dialect.name}"
@@ -69,11 +72,7 @@ def load_charges(connection: Connection, rows: Iterable[WarehouseRow]) -> None:
                     for row in rows:
                         write_row(row)
         else:
-            cursor = dbapi_connection.cursor()
-            try:
-                cursor.executemany(statement, rows)
-            finally:
-                cursor.close()
+            insert_rows(connection, _SQLITE_INTO, len(COLUMNS), rows)
     except dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(
             statement, None, exc, dialect.loaded_dbapi.Error, dialect=dialect

@@ -12,7 +12,7 @@ of it:
    whose sha256 the controller checked; a result without one (an older processor's) has
    it computed here,
 2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
-   ``COPY`` on PostgreSQL, ``executemany`` of tuples on SQLite),
+   ``COPY`` on PostgreSQL, multi-row ``INSERT`` statements of tuples on SQLite),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
 
 The mark goes first: a second controller applying the same chunk at the same moment blocks
@@ -46,6 +46,7 @@ from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
 from shared.warehouse import id_checksum_halves
 from shared.warehouse.models import AppliedChunk, Invoice
+from shared.warehouse.sqlite_rows import insert_rows
 
 log = logging.getLogger(__name__)
 
@@ -170,25 +171,31 @@ def _add_to_invoices(
         # in the same order, so two PostgreSQL transactions cannot deadlock on them.
         for customer_id in sorted(subtotals)
     ]
-    if rows:
+    if not rows:
+        return
+    if connection.dialect.name == "sqlite":
+        # Statements of many rows, not executemany's one step a row: shared.warehouse.sqlite_rows.
+        insert_rows(connection, _INVOICES_INTO, len(_INVOICE_COLUMNS), rows, then=_ADD_ON_CONFLICT)
+    else:
         # The driver's own executemany of tuples: SQLAlchemy's insert of one dict per
         # customer cost about 15 µs a row in the reducer, this about 5 (bench/README.md).
         connection.exec_driver_sql(_invoice_upsert(connection.dialect.paramstyle), rows)
 
 
+_INVOICE_COLUMNS = ("batch_id", "customer_id", "currency", *INVOICE_SUMS)
+_INVOICES_INTO = f"INSERT INTO {Invoice.__tablename__} ({', '.join(_INVOICE_COLUMNS)})"
+#: What turns the insert into ``invoices.x + new.x`` for a customer already invoiced.
+_ADD_ON_CONFLICT = "ON CONFLICT (batch_id, customer_id) DO UPDATE SET " + ", ".join(
+    f"{name} = {Invoice.__tablename__}.{name} + excluded.{name}" for name in INVOICE_SUMS
+)
+
+
 @cache
 def _invoice_upsert(paramstyle: str) -> str:
     """``INSERT … ON CONFLICT (batch_id, customer_id) DO UPDATE SET x = invoices.x + new.x``,
-    with the driver's positional placeholders (``?`` for sqlite3, ``%s`` for psycopg).
-    The same SQL on SQLite (3.24 and later) and PostgreSQL."""
+    one row, with the driver's positional placeholders (``%s`` for psycopg)."""
     placeholders = {"qmark": "?", "format": "%s", "pyformat": "%s"}
     if paramstyle not in placeholders:
         raise NotImplementedError(f"no positional placeholder for paramstyle {paramstyle!r}")
-    columns = ("batch_id", "customer_id", "currency", *INVOICE_SUMS)
-    values = ", ".join(placeholders[paramstyle] for _ in columns)
-    table = Invoice.__tablename__
-    additions = ", ".join(f"{name} = {table}.{name} + excluded.{name}" for name in INVOICE_SUMS)
-    return (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({values}) "
-        f"ON CONFLICT (batch_id, customer_id) DO UPDATE SET {additions}"
-    )
+    values = ", ".join(placeholders[paramstyle] for _ in _INVOICE_COLUMNS)
+    return f"{_INVOICES_INTO} VALUES ({values}) {_ADD_ON_CONFLICT}"

@@ -8,12 +8,15 @@ timeline of the controller during a 500,000-transaction demo found, in 164 of 62
 a result; with the turns, in 2 of 520. A lock in the process hands the turn over at once.
 
 The turn covers decoding the result as well as writing it. The bulk insert
-(:mod:`controller.charge_loader`) gives the GIL up around every row's ``sqlite3_step`` and
-takes it back for the next row's values, so a handler decoding at the same time (msgspec:
-work that holds the GIL) makes the writer wait for the GIL row after row. A lock around the
-write alone, tried first, left that overlap in place: the writes ran slower and the reduce
-was no faster. Taken in turn, decoding and writing never compete; what still overlaps is what
-waits on I/O: receiving, fetching the result blob, deleting the message.
+(:mod:`controller.charge_loader`) used to give the GIL up around every row's
+``sqlite3_step`` and take it back for the next row's values, so a handler decoding at the
+same time (msgspec: work that holds the GIL) made the writer wait for the GIL row after
+row; a lock around the write alone, tried first, left that overlap in place: the writes ran
+slower and the reduce was no faster. The insert now steps once per two thousand rows
+(:mod:`shared.warehouse.sqlite_rows`), and the turns still pay: the reduce of 200,000
+transactions took 1.60 s with them and 1.72 s without (``bench.controllers``, session 14).
+Taken in turn, decoding and writing never compete; what still overlaps is what waits on I/O:
+receiving, fetching the result blob, deleting the message.
 
 Measured (``bench/README.md``): on the reduce alone, every result already waiting, the
 turns gain from nothing to a third (``bench.controllers``, 0.95-1.32x); in the pipeline,
