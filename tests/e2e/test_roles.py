@@ -26,6 +26,7 @@ import psutil
 import pytest
 
 from billing.demo.cluster import free_port
+from initiator.intake_helpers import helper_count
 from shared.provision import containers_for, queues_for, tables_for
 from shared.settings import Settings
 from shared.storage import open_storage
@@ -214,8 +215,8 @@ def test_each_role_starts_becomes_ready_and_stops_on_sigterm_within_5_s(
     assert f"listening on {settings.output_queue}" in log
     assert "stopped (clean)" in log
 
-    # the initiator's intake helpers (on these 2+ cores) and the processor's worker
-    assert children["initiator"], children
+    # the initiator's intake helpers (if this machine gives it any) and the processor's worker
+    assert bool(children["initiator"]) == (helper_count(0) > 0), children
     assert children["processor"], children
     for name, processes in children.items():
         _gone, alive = psutil.wait_procs(processes, timeout=STOP_BOUND_SECONDS)
