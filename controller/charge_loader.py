@@ -54,26 +54,22 @@ _UTC = "SET LOCAL TIME ZONE 'UTC'"
 def load_charges(connection: Connection, rows: Iterable[WarehouseRow]) -> None:
     """Insert ``rows`` into ``charges`` in the connection's open transaction."""
     dialect = connection.dialect
-    dbapi_connection: Any = connection.connection.driver_connection
-    if dialect.name == "postgresql":
-        statement = _COPY
-    elif dialect.name == "sqlite":
-        statement = _SQLITE_INTO
-    else:
+    if dialect.name == "sqlite":
+        insert_rows(connection, _SQLITE_INTO, len(COLUMNS), rows)  # raises SQLAlchemy's errors
+        return
+    if dialect.name != "postgresql":
         raise NotImplementedError(
             f"the warehouse supports SQLite and PostgreSQL, not {dialect.name}"
         )
+    dbapi_connection: Any = connection.connection.driver_connection
     try:
-        if dialect.name == "postgresql":
-            with dbapi_connection.cursor() as cursor:
-                cursor.execute(_UTC)
-                with cursor.copy(statement) as copy:
-                    write_row = copy.write_row
-                    for row in rows:
-                        write_row(row)
-        else:
-            insert_rows(connection, _SQLITE_INTO, len(COLUMNS), rows)
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(_UTC)
+            with cursor.copy(_COPY) as copy:
+                write_row = copy.write_row
+                for row in rows:
+                    write_row(row)
     except dialect.loaded_dbapi.Error as exc:
         raise DBAPIError.instance(
-            statement, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+            _COPY, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
         ) from exc
