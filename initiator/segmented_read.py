@@ -46,15 +46,8 @@ from initiator.intake.fields import CodeBook
 from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, strip_bom_and_sniff
 from initiator.intake.media import BatchFormat, format_for, gzip_declared
 from initiator.intake.problems import ProblemCollector, StopScanning
-from initiator.intake.segments import (
-    QUOTE,
-    CheckedSegment,
-    Cut,
-    NotSegmentable,
-    Segment,
-    check_segment,
-    cut_segments,
-)
+from initiator.intake.segment_types import CheckedSegment, Segment
+from initiator.intake.segments import QUOTE, Cut, NotSegmentable, check_segment, cut_segments
 from initiator.intake_helpers import IntakeHelpers
 from shared.contracts.chunk_payload import chunk_json_of_parts
 from shared.domain.transactions import ID_CHECKSUM_MODULUS, ControlTotals

@@ -14,7 +14,7 @@ UTC, so a local time whose UTC instant falls outside years 1 to 9999 (``9999-12-
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import ClassVar, Protocol
 
@@ -26,12 +26,16 @@ REQUIRED_FIELDS = ("transaction_id", "customer_id", "sku", "quantity", "region",
 MAX_QUANTITY = 1_000_000
 MAX_ID_LENGTH = 64
 
-_ID_ALPHABET = "A-Za-z0-9_.:-"
-_is_id = re.compile(f"[{_ID_ALPHABET}]{{1,{MAX_ID_LENGTH}}}").fullmatch
-_first_illegal_id_char = re.compile(f"[^{_ID_ALPHABET}]").search
+ID_ALPHABET = "A-Za-z0-9_.:-"
+#: An id: 1-64 characters of :data:`ID_ALPHABET`. The patterns here are written in the
+#: syntax Python's ``re`` and RE2 (pyarrow's, ``initiator/intake/columns.py``) share.
+ID_PATTERN = f"[{ID_ALPHABET}]{{1,{MAX_ID_LENGTH}}}"
+_is_id = re.compile(ID_PATTERN).fullmatch
+_first_illegal_id_char = re.compile(f"[^{ID_ALPHABET}]").search
 # RFC 3339 shape: seconds required, fraction optional, offset required ("Z" or +hh:mm).
 _TIMESTAMP_SHAPE = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
-_is_timestamp = re.compile(_TIMESTAMP_SHAPE + r"(?:Z|[+-]\d{2}:\d{2})", re.ASCII).fullmatch
+TIMESTAMP_PATTERN = _TIMESTAMP_SHAPE + r"(?:Z|[+-]\d{2}:\d{2})"
+_is_timestamp = re.compile(TIMESTAMP_PATTERN, re.ASCII).fullmatch
 _is_timestamp_without_offset = re.compile(_TIMESTAMP_SHAPE, re.ASCII).fullmatch
 MAX_QUANTITY_DIGITS = len(str(MAX_QUANTITY))
 """A CSV quantity longer than this is out of range; checked before ``int()`` is paid for."""
@@ -42,6 +46,16 @@ _EDGE_YEARS = frozenset({datetime.min.year, datetime.max.year})
 
 class CodeBook(Protocol):
     """What validation needs from a pricebook (``shared.domain.pricebook.Pricebook`` fits)."""
+
+    @property
+    def skus(self) -> Mapping[str, object]:
+        """Every SKU code (the columnar check tests a whole column against them)."""
+        ...
+
+    @property
+    def regions(self) -> Mapping[str, object]:
+        """Every region code."""
+        ...
 
     def has_sku(self, sku: str) -> bool: ...
 
