@@ -27,15 +27,13 @@ MAX_QUANTITY = 1_000_000
 MAX_ID_LENGTH = 64
 
 ID_ALPHABET = "A-Za-z0-9_.:-"
-#: An id: 1-64 characters of :data:`ID_ALPHABET`. The patterns here are written in the
-#: syntax Python's ``re`` and RE2 (pyarrow's, ``initiator/intake/columns.py``) share.
+#: An id: 1-64 characters of :data:`ID_ALPHABET`.
 ID_PATTERN = f"[{ID_ALPHABET}]{{1,{MAX_ID_LENGTH}}}"
 _is_id = re.compile(ID_PATTERN).fullmatch
 _first_illegal_id_char = re.compile(f"[^{ID_ALPHABET}]").search
 # RFC 3339 shape: seconds required, fraction optional, offset required ("Z" or +hh:mm).
 _TIMESTAMP_SHAPE = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?"
-TIMESTAMP_PATTERN = _TIMESTAMP_SHAPE + r"(?:Z|[+-]\d{2}:\d{2})"
-_is_timestamp = re.compile(TIMESTAMP_PATTERN, re.ASCII).fullmatch
+_is_timestamp = re.compile(_TIMESTAMP_SHAPE + r"(?:Z|[+-]\d{2}:\d{2})", re.ASCII).fullmatch
 _is_timestamp_without_offset = re.compile(_TIMESTAMP_SHAPE, re.ASCII).fullmatch
 MAX_QUANTITY_DIGITS = len(str(MAX_QUANTITY))
 """A CSV quantity longer than this is out of range; checked before ``int()`` is paid for."""
@@ -49,7 +47,7 @@ class CodeBook(Protocol):
 
     @property
     def skus(self) -> Mapping[str, object]:
-        """Every SKU code (the columnar check tests a whole column against them)."""
+        """Every SKU code (``initiator/intake/line_pattern.py`` spells them out)."""
         ...
 
     @property

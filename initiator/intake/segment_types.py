@@ -1,6 +1,6 @@
 """What an intake helper is given (a :class:`Segment`) and what it answers for a clean one
 (a :class:`CheckedSegment`): the two ways of checking a segment
-(:mod:`initiator.intake.segments`, :mod:`initiator.intake.columns`) share them.
+(:mod:`initiator.intake.segments`, :mod:`initiator.intake.line_pattern`) share them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The columnar check of a CSV segment against the line-by-line one it stands in for.
+"""The line pattern's check of a CSV segment against the line-by-line one it stands in for.
 
-``check_columns`` may decline any segment (None: "not sure"), but a segment it accepts must
+``check_by_pattern`` may decline any segment (None: "not sure"), but a segment it accepts must
 be one ``check_lines`` accepts too, with the very same result: payload bytes, totals, ids
 and lines. The near misses each rule exists for (a 65-character id, a quantity of ``0`` or
 ``007``, February 29 of a common year, an offset of ``+24:00``, the first and last year, a
@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from initiator.intake.columns import check_columns
 from initiator.intake.fields import REQUIRED_FIELDS
+from initiator.intake.line_pattern import check_by_pattern
 from initiator.intake.segment_types import Segment
 from initiator.intake.segments import check_lines, check_segment
 from shared.domain.pricebook import sample_pricebook
@@ -108,9 +108,9 @@ def _good_rows(count: int) -> list[dict[str, str]]:
 
 
 def _assert_the_line_checks_answer(segment: Segment) -> None:
-    by_columns = check_columns(segment)
-    if by_columns is not None:
-        assert by_columns == check_lines(segment)
+    by_pattern = check_by_pattern(segment)
+    if by_pattern is not None:
+        assert by_pattern == check_lines(segment)
     else:
         assert check_segment(segment) == check_lines(segment)
 
@@ -198,26 +198,26 @@ def segments(draw: st.DrawFn, *, near_misses: bool) -> Segment:
 
 @settings(max_examples=400, deadline=None)
 @given(segments(near_misses=True))
-def test_the_columnar_check_accepts_only_what_the_line_check_accepts(segment: Segment) -> None:
-    by_columns = check_columns(segment)
-    if by_columns is not None:
-        assert check_lines(segment) == by_columns
+def test_the_pattern_accepts_only_what_the_line_check_accepts(segment: Segment) -> None:
+    by_pattern = check_by_pattern(segment)
+    if by_pattern is not None:
+        assert check_lines(segment) == by_pattern
 
 
 @settings(max_examples=200, deadline=None)
 @given(segments(near_misses=False))
-def test_the_columnar_check_takes_clean_segments(segment: Segment) -> None:
-    by_columns = check_columns(segment)
-    assert by_columns is not None
-    assert by_columns == check_lines(segment)
+def test_the_pattern_takes_clean_segments(segment: Segment) -> None:
+    by_pattern = check_by_pattern(segment)
+    assert by_pattern is not None
+    assert by_pattern == check_lines(segment)
 
 
-def test_a_segment_the_columns_decline_is_still_checked_line_by_line() -> None:
+def test_a_segment_the_pattern_declines_is_still_checked_line_by_line() -> None:
     rows = _good_rows(2)
     rows[1]["quantity"] = "007"  # the line check reads it as 7
     segment = _segment(rows)
     blank_first = Segment(segment.first_line, segment.header, b"\n" + segment.data, BOOK)
-    assert check_columns(blank_first) is None  # only the line check counts blank lines
+    assert check_by_pattern(blank_first) is None  # only the line check counts blank lines
     checked = check_segment(blank_first)
     assert checked is not None
     assert checked == check_lines(blank_first)

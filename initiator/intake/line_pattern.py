@@ -1,0 +1,153 @@
+"""A clean CSV segment checked by one regular expression: the intake's common case.
+
+The line-by-line check (:func:`~initiator.intake.segments.check_lines`) puts every line
+through the serial reader's own code: the ``csv`` module, a
+:class:`~initiator.intake.fields.TransactionValidator` call and a
+:class:`~shared.domain.transactions.Transaction` per line, and msgspec to encode the rows:
+5.7 µs a line, which kept both cores busy for the first second of a 200,000-line batch
+(bench/README.md, "Issue 12, session 15"). In a segment without a double quote (the
+helpers take no other) every rule of a line but one (no id twice) is a rule about the
+characters of one field, so one pattern, built once per header and pricebook, spells out
+every good line, and ``findall`` checks and splits the whole segment in C. The rows are
+then written into the payload's JSON by ``str.format`` mapped over the columns, again
+with no Python code per line: 3.2 µs a line in all, a third of it the ids' blake2b hashes
+that the control totals need either way.
+
+(pyarrow did the same in 1.9 µs a line, measured side by side, but it added ~60 MB to
+each helper and took the initiator's peak on a 1 GB body from 294 to 462 MB, over its
+300 MB budget: bench/README.md.)
+
+The pattern answers "clean, and here is the segment" or None: "not sure". It is strict in
+one direction only: it leaves to the line-by-line check, which decides exactly as before,
+whatever it does not spell out (a blank line, a lone CR, a NUL, a quantity written ``007``,
+the first or last year, February 29, an offset spelled ``+00:99``, a duplicate). So it
+must never accept a segment the line-by-line check refuses, and where both accept it
+must give the very same :class:`~initiator.intake.segment_types.CheckedSegment` (the same
+payload bytes, totals, ids and lines): ``tests/unit/test_intake_line_pattern.py`` holds
+the two together on every near miss alone and on generated segments.
+
+What a good line is, as ``initiator/intake/fields.py`` has it: the header's width of
+fields; ids of 1-64 characters of the id alphabet; a SKU and a region of the pricebook; a
+quantity of 1 to 1,000,000 in ASCII digits; an RFC 3339 date-time with an offset that
+``datetime.fromisoformat`` reads and whose UTC instant the warehouse stores; any other
+field within ``csv.field_size_limit()``.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+from itertools import starmap
+
+from initiator.intake.fields import ID_PATTERN, REQUIRED_FIELDS
+from initiator.intake.header import required_columns
+from initiator.intake.problems import ProblemCollector
+from initiator.intake.segment_types import CheckedSegment, Segment
+from shared.domain.transactions import id_checksum_of
+
+# The values spelled out, each a subset of what the line-by-line check accepts.
+_QUANTITY = "[1-9][0-9]{0,5}|1000000"  # 1 to 1,000,000, no leading zero
+_YEAR = "000[2-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-8][0-9]{3}|9[0-8][0-9]{2}|99[0-8][0-9]|999[0-8]"
+"""Years 2 to 9998: only in the first and the last year can an instant leave the range
+the warehouse stores once converted to UTC (``fields.storable``)."""
+_MONTH_DAY = (
+    "(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])"  # days every month has
+    "|(?:0[13-9]|1[0-2])-(?:29|30)"  # not February (its 29th depends on the year)
+    "|(?:0[13578]|1[02])-31"
+)
+_TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?"
+_OFFSET = "Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]"  # under 24 hours, as fromisoformat wants
+_INSTANT = f"(?:{_YEAR})-(?:{_MONTH_DAY})T{_TIME}(?:{_OFFSET})"
+
+#: One payload row, the same bytes as msgspec writes for ``[line, transaction_id,
+#: customer_id, sku, quantity, region, occurred_at]``: nothing in a matched field needs
+#: escaping (the id alphabet, digits, ``-:.TZ+``) and a matched quantity is its integer.
+_PAYLOAD_ROW = '[{},"{}","{}","{}",{},"{}","{}"]'.format
+
+
+def check_by_pattern(segment: Segment) -> CheckedSegment | None:
+    """``segment`` checked and encoded if the pattern vouches for every line, else None."""
+    if segment.header is None or not segment.data:
+        return None
+    try:
+        header, text = segment.header.decode("utf-8"), segment.data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    layout = _header_layout(header)
+    if layout is None:
+        return None
+    codes = segment.codes
+    pattern, groups = _line_pattern(layout, tuple(codes.skus), tuple(codes.regions))
+    matches = pattern.findall(text)
+    count = len(matches)
+    if count != text.count("\n") + (not text.endswith("\n")):
+        return None  # a line the pattern does not vouch for, or a blank one
+    by_position = list(zip(*matches, strict=True))
+    transaction_id, customer_id, sku, quantity, region, occurred_at = (
+        by_position[groups.index(field)] for field in range(len(REQUIRED_FIELDS))
+    )
+    if len(set(transaction_id)) != count:
+        return None  # a duplicate: the line-by-line check names both lines
+    first = segment.first_line
+    lines = range(first, first + count)
+    columns = (lines, transaction_id, customer_id, sku, quantity, region, occurred_at)
+    rows = zip(*columns, strict=True)
+    return CheckedSegment(
+        rows_json=f"[{','.join(starmap(_PAYLOAD_ROW, rows))}]".encode(),
+        first_line=first,
+        last_line=first + count - 1,
+        transactions=count,
+        quantity=sum(map(int, quantity)),
+        id_checksum=id_checksum_of(transaction_id),
+        transaction_ids=list(transaction_id),
+        lines=list(lines),
+    )
+
+
+def _header_layout(header: str) -> tuple[tuple[int, ...], int] | None:
+    """The required columns' positions (in ``REQUIRED_FIELDS`` order) and the header's
+    width, as the reader finds them; None if it would find a problem."""
+    names = next(csv.reader([header]), None)
+    if not names:
+        return None
+    problems = ProblemCollector(1, field_order=REQUIRED_FIELDS)
+    positions = required_columns(names, 1, problems)
+    if positions is None or problems.found:
+        return None
+    return tuple(positions), len(names)
+
+
+@lru_cache(maxsize=16)  # per header and pricebook: a helper sees few of either
+def _line_pattern(
+    layout: tuple[tuple[int, ...], int], skus: tuple[str, ...], regions: tuple[str, ...]
+) -> tuple[re.Pattern[str], tuple[int, ...]]:
+    """The pattern of a good line of this header, and which required field each of its
+    groups is (groups come in the header's order)."""
+    positions, width = layout
+    values = {
+        "transaction_id": ID_PATTERN,
+        "customer_id": ID_PATTERN,
+        "sku": _one_of(skus),
+        "quantity": _QUANTITY,
+        "region": _one_of(regions),
+        "occurred_at": _INSTANT,
+    }
+    # A field no rule reads: anything the csv module reads as one field of that length.
+    other = f'[^,\r\n"\x00]{{0,{csv.field_size_limit()}}}'
+    field_at = {position: number for number, position in enumerate(positions)}
+    fields = [
+        f"({values[REQUIRED_FIELDS[field_at[index]]]})" if index in field_at else other
+        for index in range(width)
+    ]
+    # ^ and $ at every line (MULTILINE); a CRLF's CR is the line's end, as csv reads it.
+    pattern = re.compile("^" + ",".join(fields) + "\r?$", re.MULTILINE)
+    groups = tuple(field_at[index] for index in sorted(field_at))
+    return pattern, groups
+
+
+def _one_of(codes: Iterable[str]) -> str:
+    # Longest first is not needed for correctness (a field must end at a comma or the
+    # line's end, so the engine tries the next code), only to find the right one sooner.
+    return "|".join(re.escape(code) for code in sorted(codes, key=len, reverse=True))
