@@ -5,9 +5,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from controller.worker import ControllerWorker
+from controller.worker import ControllerWorker, controller_listener_config
 from shared.bus.embedded import EmbeddedTriggerBus
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.listener.backoff import Backoff
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
@@ -47,3 +48,28 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
     finally:
         worker.stop(5)
         bus.close()
+
+
+def test_the_controller_looks_again_sooner_than_the_shared_back_off(settings: Settings) -> None:
+    # A batch's first results come a fraction of a second after its trigger: the
+    # controller's every sleep, until the cap, is shorter than the one the other
+    # listeners take after as many empty receives.
+    default_cap = Settings.model_fields["backoff_max_idle_ms"].default
+    settings = settings.model_copy(update={"backoff_max_idle_ms": default_cap})
+    controller = controller_listener_config(settings)
+    shared = listener_config(settings)
+    assert controller.backoff_max_idle == shared.backoff_max_idle
+    controller_curve = Backoff(
+        controller.backoff_min_idle, controller.backoff_delta, controller.backoff_max_idle
+    )
+    shared_curve = Backoff(shared.backoff_min_idle, shared.backoff_delta, shared.backoff_max_idle)
+    for empty_receives in range(8):
+        assert controller_curve.bounds(empty_receives)[1] < shared_curve.bounds(empty_receives)[0]
+
+
+def test_the_controllers_back_off_is_its_settings(settings: Settings) -> None:
+    tuned = settings.model_copy(
+        update={"controller_backoff_min_idle_ms": 150, "controller_backoff_delta_ms": 30}
+    )
+    config = controller_listener_config(tuned)
+    assert (config.backoff_min_idle, config.backoff_delta) == (0.15, 0.03)
