@@ -164,7 +164,7 @@ class Settings(BaseSettings):
     #: batch's first results come a fraction of a second after its trigger and the
     #: controller is the pipeline's last step, so every tenth of a second it sleeps past
     #: one is added to the batch's time. 50 ms and 20 ms look again at 0.05, 0.12, 0.23,
-    #: 0.42 s… instead of 0.1, 0.3, 0.7 s…: a few more receives a batch (~3), for
+    #: 0.42 s… instead of 0.1, 0.3, 0.7 s…: a few more receives a batch, for
     #: 0.2-0.4 s less to close a 200,000-transaction one (bench/README.md, "Issue 12,
     #: session 15"). The cap is still ``backoff_max_idle_ms``.
     controller_backoff_min_idle_ms: int = Field(default=50, ge=0)
