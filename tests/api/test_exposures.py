@@ -21,13 +21,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from billing.demo.cluster import free_port
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import API_KEY, AUTH
 from tests.support.deployment_settings import SettingsFactory, stack_settings_factory
 from tests.support.live_initiator import (
     ANSWER_TIMEOUT_SECONDS,
     body_of,
-    free_port,
     header_of,
     read_until_closed,
     request_head,

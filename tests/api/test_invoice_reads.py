@@ -17,12 +17,13 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
+from billing.demo.cluster import free_port
 from shared.settings import Settings
 from shared.warehouse import upgrade
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import API_KEY, AUTH
 from tests.support.deployment_settings import SettingsFactory, stack_settings_factory
-from tests.support.live_initiator import ANSWER_TIMEOUT_SECONDS, free_port, serving
+from tests.support.live_initiator import ANSWER_TIMEOUT_SECONDS, serving
 
 CSV = {**AUTH, "Content-Type": "text/csv"}
 

@@ -12,12 +12,13 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import uvicorn
 from fastapi import FastAPI
 
+from billing.demo.cluster import free_port
 from initiator.app import create_app
 from initiator.serving import server_config
 from shared.settings import Settings
@@ -26,13 +27,6 @@ START_TIMEOUT_SECONDS = 30.0
 STOP_TIMEOUT_SECONDS = 10.0
 #: How long a test waits for an answer it expects: far above any timeout it configures.
 ANSWER_TIMEOUT_SECONDS = 30.0
-
-
-def free_port() -> int:
-    with closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)
