@@ -47,7 +47,7 @@ class CodeBook(Protocol):
 
     @property
     def skus(self) -> Mapping[str, object]:
-        """Every SKU code (``initiator/intake/line_pattern.py`` spells them out)."""
+        """Every SKU code (``initiator/intake/line_pattern.py`` checks a column against them)."""
         ...
 
     @property

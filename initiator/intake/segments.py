@@ -71,7 +71,8 @@ def check_segment(segment: Segment) -> CheckedSegment | None:
 
 
 def check_lines(segment: Segment) -> CheckedSegment | None:
-    """:func:`check_segment` a line at a time, with the serial reader's own code."""
+    """:func:`check_segment` a line at a time, with the serial reader's own code, for a run
+    without a double quote (:func:`check_segment` refuses those before)."""
     problems = ProblemCollector(1, field_order=REQUIRED_FIELDS)
     duplicates = DuplicateDetector(memory_limit=segment.data.count(b"\n") + 1)
     validator = TransactionValidator(segment.codes, duplicates, problems)
