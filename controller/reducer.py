@@ -193,8 +193,9 @@ _ADD_ON_CONFLICT = "ON CONFLICT (batch_id, customer_id) DO UPDATE SET " + ", ".j
 @cache
 def _invoice_upsert(paramstyle: str) -> str:
     """``INSERT … ON CONFLICT (batch_id, customer_id) DO UPDATE SET x = invoices.x + new.x``,
-    one row, with the driver's positional placeholders (``%s`` for psycopg)."""
-    placeholders = {"qmark": "?", "format": "%s", "pyformat": "%s"}
+    one row, with the driver's positional placeholders (``%s`` for psycopg; SQLite's
+    upsert goes through :func:`~shared.warehouse.sqlite_rows.insert_rows`)."""
+    placeholders = {"format": "%s", "pyformat": "%s"}
     if paramstyle not in placeholders:
         raise NotImplementedError(f"no positional placeholder for paramstyle {paramstyle!r}")
     values = ", ".join(placeholders[paramstyle] for _ in _INVOICE_COLUMNS)
