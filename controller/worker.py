@@ -83,11 +83,13 @@ def controller_listener_config(settings: Settings) -> ListenerConfig:
     """The listener settings, receiving only as many results as one receive's handlers apply
     at once (a large chunk is a second of work, and results held in one controller's lease
     are out of reach of the other controllers sharing the queue), with the controller's own
-    gentler back-off (``BILLING_CONTROLLER_BACKOFF_*``)."""
+    gentler back-off (``BILLING_CONTROLLER_BACKOFF_*``), held at its first step for a while
+    after each trigger (``BILLING_CONTROLLER_WAKE_HOLD_MS``: the batch's results follow)."""
     config = listener_settings.listener_config(
         settings,
         backoff_min_idle=settings.controller_backoff_min_idle_ms / 1000,
         backoff_delta=settings.controller_backoff_delta_ms / 1000,
+        wake_hold=settings.controller_wake_hold_ms / 1000,
     )
     return config.model_copy(
         update={"batch_size": min(config.batch_size, config.handler_parallelism)}

@@ -169,6 +169,11 @@ class Settings(BaseSettings):
     #: session 15"). The cap is still ``backoff_max_idle_ms``.
     controller_backoff_min_idle_ms: int = Field(default=50, ge=0)
     controller_backoff_delta_ms: int = Field(default=20, ge=1)
+    #: For this long after a trigger the controller's empty receives do not lengthen its
+    #: back-off: it looks every ``controller_backoff_min_idle_ms`` until the batch's first
+    #: results come (a processor rates a first chunk in 0.1-0.4 s, more when busy), at
+    #: most 20 receives a trigger. 0: the back-off grows from the first empty receive.
+    controller_wake_hold_ms: int = Field(default=1000, ge=0)
 
     # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
     startup_timeout_seconds: float = Field(default=300.0, gt=0)

@@ -28,6 +28,10 @@ class ListenerConfig(BaseModel):
     backoff_min_idle: float = Field(default=0.1, ge=0)
     backoff_delta: float = Field(default=0.1, gt=0)
     backoff_max_idle: float = Field(default=30.0, gt=0)
+    #: for an owner whose work follows its trigger (the controller: results come once a
+    #: processor has rated a chunk): for this long after a trigger, empty receives do not
+    #: lengthen the back-off, so a thread looks again every ``backoff_min_idle``. 0: off.
+    wake_hold: float = Field(default=0.0, ge=0)
     #: with a push trigger, the one slow poll left when every dequeue thread has retired
     safety_poll_seconds: float = Field(default=120.0, gt=0)
     #: for an owner that watches a cheaper signal of new work and calls

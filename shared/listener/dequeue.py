@@ -44,6 +44,9 @@ class DequeueContext:
     batch_size: int
     visibility_timeout: int
     handler_parallelism: int
+    #: empty receives this soon after a trigger leave the back-off where it is (see
+    #: ``ListenerConfig.wake_hold``)
+    wake_hold: float
     #: atomically decides whether this idle thread may end (and counts it as retired)
     may_retire: Callable[[], bool]
     #: the listener's work-detected reaction: query depth, scale threads (given the queues
@@ -59,6 +62,7 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
     pool_size = min(ctx.handler_parallelism, ctx.batch_size)
     pool = ThreadPoolExecutor(pool_size, "handler") if pool_size > 1 else None
     idle_count = 0
+    held = 0  # of the empty rounds in a row, those within the wake hold
     failures = 0
     try:
         while not ctx.stopping.is_set():
@@ -78,15 +82,17 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             if leases:
                 if idle_count:
                     ctx.work_detected({lease.source.name for lease in leases})
-                idle_count = 0
+                idle_count = held = 0
                 _handle_all(ctx, leases, pool)
                 continue
             idle_count += 1
-            delay = ctx.backoff.delay(idle_count)
+            if ctx.wake_hold and ctx.wake.woken_within(ctx.wake_hold):
+                held += 1
+            delay = ctx.backoff.delay(idle_count - held)
             if ctx.backoff.at_cap(delay) and ctx.may_retire():
                 return True
             if ctx.wake.sleep(delay, since=woken):
-                idle_count = 0  # a trigger: look again at once, and keep looking actively
+                idle_count = held = 0  # a trigger: look again at once, and keep looking actively
         return False
     finally:
         if pool is not None:

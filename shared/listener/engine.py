@@ -78,7 +78,7 @@ class QueueListener:
         self._stopping = threading.Event()
         # Cleared while paused (the release gate); dequeue threads wait on it.
         self._running = threading.Event()
-        self._wake = WakeSignal()
+        self._wake = WakeSignal(clock)
         self._running.set()
         self._started = False
         self._threads: list[threading.Thread] = []
@@ -124,6 +124,7 @@ class QueueListener:
             batch_size=self.config.batch_size,
             visibility_timeout=self.config.visibility_timeout,
             handler_parallelism=self.config.handler_parallelism,
+            wake_hold=self.config.wake_hold,
             may_retire=self._may_retire,
             work_detected=self.on_work_detected,
             wake=self._wake,

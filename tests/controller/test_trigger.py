@@ -69,7 +69,18 @@ def test_the_controller_looks_again_sooner_than_the_shared_back_off(settings: Se
 
 def test_the_controllers_back_off_is_its_settings(settings: Settings) -> None:
     tuned = settings.model_copy(
-        update={"controller_backoff_min_idle_ms": 150, "controller_backoff_delta_ms": 30}
+        update={
+            "controller_backoff_min_idle_ms": 150,
+            "controller_backoff_delta_ms": 30,
+            "controller_wake_hold_ms": 2500,
+        }
     )
     config = controller_listener_config(tuned)
     assert (config.backoff_min_idle, config.backoff_delta) == (0.15, 0.03)
+    assert config.wake_hold == 2.5
+
+
+def test_only_the_controller_holds_its_back_off_after_a_trigger(settings: Settings) -> None:
+    # Its results follow the trigger; the processors' work comes with it.
+    assert controller_listener_config(settings).wake_hold > 0
+    assert listener_config(settings).wake_hold == 0
