@@ -92,7 +92,14 @@ def controller_listener_config(settings: Settings) -> ListenerConfig:
         wake_hold=settings.controller_wake_hold_ms / 1000,
     )
     return config.model_copy(
-        update={"batch_size": min(config.batch_size, config.handler_parallelism)}
+        update={
+            "batch_size": min(config.batch_size, config.handler_parallelism),
+            # One queue: the back-off alone spaces its receives. The per-queue memory of
+            # empty answers, made for a processor's twelve queues, would leave the output
+            # queue unasked for 0.1, 0.2, 0.4 s… after empty receives, results there or not.
+            "empty_recheck_seconds": 0.0,
+            "empty_recheck_max_seconds": 0.0,
+        }
     )
 
 

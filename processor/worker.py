@@ -100,6 +100,7 @@ def rating_step(settings: Settings, storage: StorageAccount, instance_id: str) -
         batches=BatchRecords(storage.table(settings.batches_table)),
         instance_id=instance_id,
         budget=RowBudget(settings.processor_rows_in_flight),
+        turns=threading.Lock() if settings.processor_rating_turns else None,
     )
 
 

@@ -148,6 +148,11 @@ class Settings(BaseSettings):
     #: (processor.row_budget): two chunks of the largest size, so that memory stays a few
     #: chunks' worth (~2 KB a transaction) whatever ``max_chunk_size``.
     processor_rows_in_flight: int = Field(default=64_000, ge=1)
+    #: A processor's handlers take turns to rate (processor.rating_step): rating holds the
+    #: GIL, so chunks rated at once only interleave and a batch's small first chunk came out
+    #: as late as the large ones beside it; in turns each is rated straight through while
+    #: the others fetch and store. false: they rate at once, to measure the difference.
+    processor_rating_turns: bool = True
 
     # --- order ids --------------------------------------------------------------------
     #: One conditional write of the counter blob per range: with chunks of up to 32,000 a

@@ -8,12 +8,15 @@ from pathlib import Path
 from controller.worker import ControllerWorker, controller_listener_config
 from shared.bus.embedded import EmbeddedTriggerBus
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.listener import QueueListener
 from shared.listener.backoff import Backoff
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.conftest import wait_until_closed
+from tests.listener.helpers import make_sources, memq, wait_until
+from tests.support.memory_queue import MemoryQueues
 
 
 def test_a_trigger_wakes_the_controller_out_of_its_back_off(
@@ -84,3 +87,31 @@ def test_only_the_controller_holds_its_back_off_after_a_trigger(settings: Settin
     # Its results follow the trigger; the processors' work comes with it.
     assert controller_listener_config(settings).wake_hold > 0
     assert listener_config(settings).wake_hold == 0
+
+
+def test_after_a_trigger_the_controller_asks_the_output_queue_every_min_idle(
+    settings: Settings,
+) -> None:
+    # The controller's own listener settings on an empty queue: after the trigger every
+    # round must reach the queue (no per-queue skip) and none may sleep longer than the
+    # first step of the back-off, so a result that lands is taken within ~50 ms.
+    default_cap = Settings.model_fields["backoff_max_idle_ms"].default
+    config = controller_listener_config(
+        settings.model_copy(update={"backoff_max_idle_ms": default_cap})
+    )
+    queues = MemoryQueues()
+    (source,) = make_sources(queues)
+    queue = memq(source)
+    listener = QueueListener([source], lambda lease: None, config, trigger_available=True)
+    listener.start(threads=1)
+    try:
+        assert wait_until(lambda: queue.calls["receive"] >= 1)
+        listener.on_work_detected()
+        before = queue.calls["receive"]
+        time.sleep(0.6)
+        looked = queue.calls["receive"] - before
+    finally:
+        listener.stop(5)
+    # every 50 ms for 0.6 s is 12 receives; growing (0.05, 0.07, 0.11, 0.19, 0.35 s) or
+    # skipped by the empty memory (0.1, 0.2, 0.4 s) it is at most 5
+    assert looked >= 8, f"{looked} receives of the output queue in 0.6 s after a trigger"

@@ -5,18 +5,25 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
 
 import pytest
 
 from processor.rating_step import BatchNotYetAcceptedError, RatingStep
 from processor.row_budget import RowBudget
+from processor.worker import rating_step
 from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import encode_chunk, payload_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook, sample_pricebook
 from shared.domain.transactions import Transaction
-from shared.storage.ports import Blob
+from shared.settings import Settings
+from shared.storage import open_storage
+from shared.storage.ports import Blob, BlobProperties
 from tests.support.memory_blobs import MemoryBlobContainer
 from tests.support.memory_queue import MemoryQueue
 
@@ -59,19 +66,22 @@ def make_step(
     states: CountingStates,
     *,
     payloads: MemoryBlobContainer | None = None,
+    results: MemoryBlobContainer | None = None,
     budget: RowBudget | None = None,
+    turns: AbstractContextManager[object] | None = None,
 ) -> tuple[RatingStep, MemoryBlobContainer, MemoryQueue]:
     payloads = payloads or MemoryBlobContainer("payloads")
     output = MemoryQueue("results")
     output.create()
     step = RatingStep(
         payloads=payloads,
-        results=MemoryBlobContainer("results"),
+        results=results or MemoryBlobContainer("results"),
         output=output,
         pricebooks=OneBook(),
         batches=states,
         instance_id="test",
         budget=budget or RowBudget(64_000),
+        turns=turns,
     )
     return step, payloads, output
 
@@ -150,3 +160,61 @@ def test_handlers_fetch_at_once_only_while_the_row_budget_has_room(
         else ["enter 0", "leave 0", "enter 1", "leave 1"]
     )
     assert payloads.events == expected
+
+
+class RecordedTurn(AbstractContextManager[object]):
+    """A turn that notes when a handler takes and gives it up, beside the step's I/O."""
+
+    def __init__(self, events: list[str]) -> None:
+        self.events = events
+
+    def __enter__(self) -> object:
+        self.events.append("turn taken")
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.events.append("turn given up")
+
+
+class RecordedBlobs(MemoryBlobContainer):
+    def __init__(self, name: str, events: list[str]) -> None:
+        super().__init__(name)
+        self.events = events
+
+    def get(self, blob: str) -> Blob:
+        self.events.append(f"get {self.name}")
+        return super().get(blob)
+
+    def put(self, blob: str, data: bytes, **conditions: Any) -> BlobProperties:
+        self.events.append(f"put {self.name}")
+        return super().put(blob, data, **conditions)
+
+
+def test_a_handler_rates_in_its_turn_and_fetches_and_stores_outside_it() -> None:
+    # Rating holds the GIL: handlers of one process rating at once only interleave, so a
+    # small first chunk would finish as late as the large ones beside it. In turns, each
+    # chunk is rated straight through, while the others' storage round trips go on.
+    events: list[str] = []
+    payloads = RecordedBlobs("payloads", events)
+    step, _, output = make_step(
+        CountingStates("accepted"),
+        payloads=payloads,
+        results=RecordedBlobs("results", events),
+        turns=RecordedTurn(events),
+    )
+    text = work_item(payloads, "b-4", 0)
+    events.clear()
+    step.handle(text)
+    assert events == ["get payloads", "turn taken", "turn given up", "put results"]
+    assert output.approximate_count() == 1
+
+
+@pytest.mark.parametrize("turns", [True, False])
+def test_the_processor_rates_in_turns_as_its_settings_say(turns: bool, tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path, processor_rating_turns=turns)
+    assert rating_step(settings, open_storage(settings), "test").rates_in_turns is turns
