@@ -29,7 +29,7 @@ from shared import listener_settings, otel_metrics
 from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.bus.subscriber import TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
-from shared.contracts.messages import KIND_PROPERTY
+from shared.contracts.messages import KIND_PROPERTY, TriggerEvent
 from shared.coordination.ids import OrderIdAllocator
 from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
 from shared.listener.heartbeat import new_instance_id
@@ -186,11 +186,16 @@ class ControllerWorker:
             self._listener.start()
             otel_metrics.observe_listener(self._listener.name, self._listener.snapshot)
             if self._bus is not None:
-                listener = self._listener
+                listener, handler = self._listener, self._handler
+
+                def on_work(event: TriggerEvent) -> None:
+                    listener.on_work_detected()
+                    handler.expect(event.batch_id)
+
                 self._subscriber = TriggerSubscriber(
                     self._bus,
                     [CONTROLLER_SUBSCRIPTION],
-                    on_work=lambda _event: listener.on_work_detected(),
+                    on_work=on_work,
                     on_gate=lambda _event: None,  # the gate holds processors only
                 )
                 self._subscriber.start()

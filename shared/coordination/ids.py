@@ -108,6 +108,14 @@ class OrderIdAllocator:
                 self._next_free, self._range_end = first + shortfall, last
             return ids
 
+    def prefetch(self) -> None:
+        """Reserve a range now if none is at hand, so that the next :meth:`take` is served
+        from memory: for a caller told that ids will be wanted soon (the controller, by a
+        batch's trigger, before its first result comes)."""
+        with self._lock:
+            if self._next_free > self._range_end:
+                self._next_free, self._range_end = self._reserve(self._range_size)
+
     # --- the optimistic write of a range -----------------------------------------------
     def _reserve(self, size: int) -> tuple[int, int]:
         """Reserve ``size`` ids in the blob; returns the first and last id reserved."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sqlalchemy import select
+
 from controller.worker import ControllerWorker, controller_listener_config
 from shared.bus.embedded import EmbeddedTriggerBus
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
@@ -13,6 +15,8 @@ from shared.listener.backoff import Backoff
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.warehouse import make_engine
+from shared.warehouse.models import Batch
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.conftest import wait_until_closed
 from tests.listener.helpers import make_sources, memq, wait_until
@@ -50,6 +54,41 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
         assert record.reconciled is True
     finally:
         worker.stop(5)
+        bus.close()
+
+
+def test_a_trigger_prepares_the_batch_before_its_first_result_comes(
+    settings: Settings, storage: StorageAccount, tmp_path: Path
+) -> None:
+    # Its warehouse row and an order-id range are what the first result would wait for.
+    bus = EmbeddedTriggerBus(tmp_path / "bus", settings.trigger_topic)
+    bus.ensure_topic()
+    worker = ControllerWorker(settings, storage, bus=bus)
+    worker.start()
+    engine = make_engine(settings.resolved_warehouse_url)
+    try:
+        batch = publish_batch(storage, settings, "b-expected", make_transactions(40), chunk_size=20)
+        event = TriggerEvent(
+            storage_account=storage.account_name,
+            queue_names=["work-normal-0"],
+            payload_size=0,
+            batch_id=batch.batch_id,
+            priority="normal",
+            chunk_count=len(batch.chunks),
+        )
+        assert worker.snapshot().order_id_reservations == 0
+        bus.publish(event.to_text().encode(), {PRIORITY_PROPERTY: "normal", KIND_PROPERTY: "work"})
+
+        def prepared() -> bool:
+            with engine.connect() as connection:
+                row = connection.scalar(select(Batch.status).where(Batch.batch_id == "b-expected"))
+            return row == "processing" and worker.snapshot().order_id_reservations == 1
+
+        assert wait_until(prepared, timeout=10)
+        assert worker.snapshot().chunks_applied == 0  # no result was sent
+    finally:
+        worker.stop(5)
+        engine.dispose()
         bus.close()
 
 

@@ -51,6 +51,31 @@ def test_take_spans_ranges_with_one_reservation() -> None:
     assert ids.take(0) == []
 
 
+def test_prefetch_reserves_a_range_that_the_next_take_draws_from_memory() -> None:
+    container = MemoryBlobContainer()
+    ids = allocator(container, range_size=10)
+
+    ids.prefetch()
+    assert (ids.reservations, counter_value(container)) == (1, 10)
+    requests = container.gets + container.puts
+    assert ids.take(4) == [1, 2, 3, 4]
+    assert container.gets + container.puts == requests  # served from memory
+
+    ids.prefetch()  # ids at hand: nothing to do
+    assert ids.reservations == 1
+    assert ids.take(8) == [5, 6, 7, 8, 9, 10, 11, 12]  # the rest, then a new range
+    assert ids.reservations == 2
+
+
+def test_a_prefetched_range_is_never_drawn_by_another_allocator() -> None:
+    container = MemoryBlobContainer()
+    first, second = allocator(container), allocator(container)
+    first.prefetch()
+    drawn = [*second.take(5), *first.take(5), *second.take(10)]
+    assert len(drawn) == len(set(drawn)) == 20
+    assert first.take(1) == [6]
+
+
 def test_two_allocators_on_one_blob_never_overlap() -> None:
     container = MemoryBlobContainer()
     first, second = allocator(container), allocator(container)
