@@ -7,7 +7,15 @@ from collections.abc import Callable
 import pytest
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
-from controller.reconciliation import reconcile
+from controller.reconciliation import (
+    SPLIT_SCAN_FROM,
+    SQLITE_SCAN_PARTS,
+    ChargeScan,
+    InvoiceMismatch,
+    join_scans,
+    reconcile,
+    scan_parts,
+)
 from controller.worker import build_result_handler, order_id_allocator
 from shared.contracts.batch_records import BatchRecords
 from shared.domain.transactions import id_checksum_of
@@ -190,3 +198,60 @@ def test_a_rewritten_transaction_id_alone_is_not_caught_at_close(
 
     assert reconcile(warehouse, "b-rewritten", control).reconciled
     assert id_checksum_of(stored_ids) != control.id_checksum
+
+
+def test_a_scan_in_parts_finds_exactly_what_one_scan_finds(
+    settings: Settings, storage: StorageAccount, warehouse: Engine
+) -> None:
+    # Mismatches at both ends of the customer ids and in between, a ghost invoice sorting
+    # after every real customer, and a charge whose customer has no invoice at all: split
+    # anywhere, the parts must add up to the one scan's totals and name the same invoices.
+    transactions = make_transactions(60, seed=47, customers=9)
+    batch = publish_batch(storage, settings, "b-parts", transactions, chunk_size=60)
+    handler = build_result_handler(
+        settings, storage, warehouse, order_id_allocator(settings, storage)
+    )
+    handler.handle_text(batch.results[0].to_text())
+    customers = sorted({tx.customer_id for tx in transactions})
+    with warehouse.begin() as connection:
+        for customer in (customers[0], customers[4], customers[-1]):
+            connection.execute(
+                update(Invoice)
+                .where(Invoice.batch_id == "b-parts", Invoice.customer_id == customer)
+                .values(net=Invoice.net + 1)
+            )
+        connection.execute(
+            delete(Invoice).where(
+                Invoice.batch_id == "b-parts", Invoice.customer_id == customers[2]
+            )
+        )
+        ghost = dict.fromkeys(("quantity", "gross", "discount", "net", "tax", "total"), 0)
+        connection.execute(
+            insert(Invoice).values(
+                batch_id="b-parts", customer_id="zz-ghost", currency="USD", lines=1, **ghost
+            )
+        )
+    control = control_totals(transactions)
+
+    whole = reconcile(warehouse, "b-parts", control, parts=1)
+    named = [mismatch.customer_id for mismatch in whole.invoice_mismatches]
+    assert named == [customers[0], customers[2], customers[4], customers[-1], "zz-ghost"]
+    assert whole.warehouse == control
+    for parts in (2, 3, 4, 9, 20):
+        assert reconcile(warehouse, "b-parts", control, parts=parts) == whole, parts
+
+
+def test_parts_keep_the_limit_on_named_invoices() -> None:
+    def scan(*customers: str) -> ChargeScan:
+        mismatches = [InvoiceMismatch(customer, {"net": 1}) for customer in customers]
+        return ChargeScan(transactions=len(customers), quantity=1, invoice_mismatches=mismatches)
+
+    joined = join_scans([scan("c", "d"), scan("a", "e"), scan("b")], limit=3)
+    assert [m.customer_id for m in joined.invoice_mismatches] == ["a", "b", "c"]
+    assert (joined.transactions, joined.quantity) == (5, 3)
+
+
+def test_only_a_large_batch_on_sqlite_is_scanned_in_parts(warehouse: Engine) -> None:
+    large = scan_parts(warehouse, SPLIT_SCAN_FROM)
+    assert scan_parts(warehouse, SPLIT_SCAN_FROM - 1) == 1
+    assert large == (SQLITE_SCAN_PARTS if warehouse.dialect.name == "sqlite" else 1)
