@@ -126,7 +126,7 @@ class QueueListener:
             handler_parallelism=self.config.handler_parallelism,
             wake_hold=self.config.wake_hold,
             may_retire=self._may_retire,
-            work_detected=self.on_work_detected,
+            work_detected=lambda names: self.on_work_detected(names, announced=False),
             wake=self._wake,
             clock=clock,
         )
@@ -157,14 +157,17 @@ class QueueListener:
             if threads == 0:
                 self.state.set_safety_poll_only(True)
 
-    def on_work_detected(self, queue_names: Collection[str] | None = None) -> int:
+    def on_work_detected(
+        self, queue_names: Collection[str] | None = None, *, announced: bool = True
+    ) -> int:
         """Work may have arrived (on ``queue_names``, if the caller knows; else anywhere):
         scale the dequeue threads to the depth; returns how many threads were started.
-        Safe to call from any thread, as often as triggers come."""
+        Safe to call from any thread, as often as triggers come. ``announced``: by a trigger
+        (it starts the ``wake_hold``), not by a dequeue thread that found work."""
         if not self._started or self._stopping.is_set() or not self._running.is_set():
             return 0
         self._planner.forget_empty(queue_names)
-        self._wake.wake()  # threads asleep in their back-off look again now
+        self._wake.wake(hold=announced)  # threads asleep in their back-off look again now
         return self._scale_to(self._query_depth(queue_names))
 
     def pause(self) -> None:

@@ -30,14 +30,16 @@ class WakeSignal:
         self._clock = clock
         self._woken_at = float("-inf")
 
-    def wake(self) -> None:
+    def wake(self, *, hold: bool = True) -> None:
+        """End every sleep under way; ``hold``: a trigger, which :meth:`woken_within` counts."""
         with self._changed:
             self._generation += 1
-            self._woken_at = self._clock()
+            if hold:
+                self._woken_at = self._clock()
             self._changed.notify_all()
 
     def woken_within(self, seconds: float) -> bool:
-        """True if :meth:`wake` was called less than ``seconds`` ago (by the clock given)."""
+        """True if a holding :meth:`wake` came less than ``seconds`` ago (by the clock given)."""
         with self._changed:
             return self._clock() - self._woken_at < seconds
 

@@ -92,3 +92,40 @@ def test_without_a_hold_the_back_off_grows_from_the_first_empty_receive(
     # After the wake: a receive, a 0.01 s sleep, a receive, a 0.33-0.49 s sleep, …
     looked = _receives_over(queue, 0.6)
     assert 1 <= looked <= 4, f"{looked} receives in 0.6 s without a hold"
+
+
+def test_a_wake_that_does_not_hold_is_not_counted() -> None:
+    clock = ManualClock()
+    signal = WakeSignal(clock)
+    signal.wake(hold=False)
+    assert not signal.woken_within(1.0)
+
+
+def test_work_a_thread_finds_by_itself_starts_no_hold(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    # Only a trigger says that more work follows; a thread that found work after backing
+    # off tells the listener too (to scale), and that must not keep it polling fast after.
+    clock = ManualClock()
+    handled: list[str] = []
+    config = fast_config(
+        backoff_min_idle=0.01,
+        backoff_delta=0.4,
+        backoff_max_idle=5.0,
+        wake_hold=1.0,
+        scaling_rule="0:1",
+        max_threads=1,
+    )
+    (source,) = make_sources(queues)
+    queue = memq(source)
+    listener = listener_factory(
+        [source], lambda lease: handled.append(lease.content), config, clock=clock
+    )
+    listener.start(threads=1)
+    assert wait_until(lambda: queue.calls["receive"] >= 2)  # backing off, never triggered
+    queue.send("found")
+    assert wait_until(lambda: handled == ["found"], timeout=5)
+    _receives_over(queue, 0.05)
+    # The clock stands still: a hold started by the find would mean a receive every 0.01 s.
+    looked = _receives_over(queue, 0.6)
+    assert looked <= 3, f"{looked} receives in 0.6 s after the thread found work itself"
