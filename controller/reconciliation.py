@@ -151,7 +151,7 @@ def reconcile(
         parts = scan_parts(engine, control.transactions)
     with engine.connect().execution_options(**READS_ONLY) as connection:
         checksum = applied_id_checksum(connection, batch_id)
-        ranges = customer_ranges(connection, batch_id, parts) if parts > 1 else [EVERY_CUSTOMER]
+        ranges = customer_ranges(connection, batch_id, parts)
         if len(ranges) == 1:
             scan = scan_charges(connection, batch_id)
     if len(ranges) > 1:
@@ -191,6 +191,8 @@ def customer_ranges(connection: Connection, batch_id: str, parts: int) -> list[C
     Split at invoices (one per customer, read through their primary key): a customer with
     charges and no invoice still falls in one of the ranges, which leave no id out.
     """
+    if parts < 2:
+        return [EVERY_CUSTOMER]
     invoices = connection.scalar(
         select(func.count()).select_from(Invoice).where(Invoice.batch_id == batch_id)
     )

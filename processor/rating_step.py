@@ -75,7 +75,8 @@ class RatingStep:
         turns: AbstractContextManager[object] | None = None,
     ) -> None:
         """``budget``: the transactions this process rates at once, shared by its handlers;
-        ``turns``: what a handler holds while it rates (:func:`rating_turns`)."""
+        ``turns``: what a handler holds while it rates (a lock per process when
+        ``BILLING_PROCESSOR_RATING_TURNS``; none: handlers rate at once)."""
         self._payloads = payloads
         self._results = results
         self._output = output

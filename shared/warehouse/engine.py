@@ -63,7 +63,8 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
 #: An execution option for a connection of a writer engine that only reads: on SQLite its
 #: transactions begin deferred, so that several such connections read at once (WAL mode)
 #: and none waits for, or holds, the write lock (``connection.execution_options(**READS_ONLY)``).
-READS_ONLY = {"billing_reads_only": True}
+_READS_ONLY_OPTION = "billing_reads_only"
+READS_ONLY = {_READS_ONLY_OPTION: True}
 
 
 def _begin_immediate(connection: Any) -> None:
@@ -71,7 +72,7 @@ def _begin_immediate(connection: Any) -> None:
     # fails at once with SQLITE_BUSY if another process wrote meanwhile: busy_timeout does
     # not help there. Taking the write lock at BEGIN makes writers queue up instead, and in
     # WAL mode readers of other connections still proceed.
-    if connection.get_execution_options().get("billing_reads_only"):
+    if connection.get_execution_options().get(_READS_ONLY_OPTION):
         connection.exec_driver_sql("BEGIN")
         return
     connection.exec_driver_sql("BEGIN IMMEDIATE")

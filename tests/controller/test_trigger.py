@@ -17,10 +17,25 @@ from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.warehouse import make_engine
 from shared.warehouse.models import Batch
-from tests.controller.batches import make_transactions, publish_batch
+from tests.controller.batches import PublishedBatch, make_transactions, publish_batch
 from tests.controller.conftest import wait_until_closed
 from tests.listener.helpers import make_sources, memq, wait_until
 from tests.support.memory_queue import MemoryQueues
+
+
+def publish_trigger(
+    bus: EmbeddedTriggerBus, storage: StorageAccount, batch: PublishedBatch
+) -> None:
+    """The trigger intake publishes for ``batch`` once its work items are queued."""
+    event = TriggerEvent(
+        storage_account=storage.account_name,
+        queue_names=["work-normal-0"],
+        payload_size=0,
+        batch_id=batch.batch_id,
+        priority="normal",
+        chunk_count=len(batch.chunks),
+    )
+    bus.publish(event.to_text().encode(), {PRIORITY_PROPERTY: "normal", KIND_PROPERTY: "work"})
 
 
 def test_a_trigger_wakes_the_controller_out_of_its_back_off(
@@ -40,15 +55,7 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
         output = storage.queue(settings.output_queue)
         for message in batch.results:
             output.send(message.to_text())
-        event = TriggerEvent(
-            storage_account=storage.account_name,
-            queue_names=["work-normal-0"],
-            payload_size=0,
-            batch_id=batch.batch_id,
-            priority="normal",
-            chunk_count=len(batch.chunks),
-        )
-        bus.publish(event.to_text().encode(), {PRIORITY_PROPERTY: "normal", KIND_PROPERTY: "work"})
+        publish_trigger(bus, storage, batch)
 
         record = wait_until_closed(storage, settings, batch.batch_id, timeout=10)
         assert record.reconciled is True
@@ -68,16 +75,8 @@ def test_a_trigger_prepares_the_batch_before_its_first_result_comes(
     engine = make_engine(settings.resolved_warehouse_url)
     try:
         batch = publish_batch(storage, settings, "b-expected", make_transactions(40), chunk_size=20)
-        event = TriggerEvent(
-            storage_account=storage.account_name,
-            queue_names=["work-normal-0"],
-            payload_size=0,
-            batch_id=batch.batch_id,
-            priority="normal",
-            chunk_count=len(batch.chunks),
-        )
         assert worker.snapshot().order_id_reservations == 0
-        bus.publish(event.to_text().encode(), {PRIORITY_PROPERTY: "normal", KIND_PROPERTY: "work"})
+        publish_trigger(bus, storage, batch)
 
         def prepared() -> bool:
             with engine.connect() as connection:
