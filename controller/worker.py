@@ -27,7 +27,7 @@ from controller.results import ControllerCounters, ResultHandler
 from controller.write_turns import write_turns
 from shared import listener_settings, otel_metrics
 from shared.bus.ports import SubscriptionSpec, TriggerBus
-from shared.bus.subscriber import TriggerSubscriber
+from shared.bus.subscriber import READY_WAIT_SECONDS, TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.messages import KIND_PROPERTY, TriggerEvent
 from shared.coordination.ids import OrderIdAllocator
@@ -199,14 +199,22 @@ class ControllerWorker:
                     on_gate=lambda _event: None,  # the gate holds processors only
                 )
                 self._subscriber.start()
-        log.info(
-            "controller %s listening on %s, warehouse %s",
-            self.instance_id,
-            self.settings.output_queue,
-            self._engine.url.render_as_string(hide_password=True),
-        )
-        if self._engine.dialect.name == "sqlite" and not self.settings.controller_write_turns:
-            log.info("its handlers do not take turns to write (BILLING_CONTROLLER_WRITE_TURNS)")
+            log.info(
+                "controller %s listening on %s, warehouse %s",
+                self.instance_id,
+                self.settings.output_queue,
+                self._engine.url.render_as_string(hide_password=True),
+            )
+            if self._engine.dialect.name == "sqlite" and not self.settings.controller_write_turns:
+                log.info("its handlers do not take turns to write (BILLING_CONTROLLER_WRITE_TURNS)")
+            subscriber = self._subscriber
+        # Outside the lock (stop() takes it): a trigger published before the subscription
+        # opens is never heard, and its batch's results would wait out the back-off.
+        if subscriber is not None and not subscriber.wait_ready(READY_WAIT_SECONDS):
+            log.warning(
+                "controller %s: trigger subscription not open yet; its back-off covers until it is",
+                self.instance_id,
+            )
 
     def stop(self, timeout: float | None = None) -> bool:
         """Stop listening and wait up to ``timeout`` s for in-flight messages; True if clean.

@@ -48,7 +48,7 @@ from processor.subscriptions import fans_out, subscription_specs
 from processor.work_queues import work_sources
 from shared import meter, otel_metrics
 from shared.bus.ports import TriggerBus
-from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
+from shared.bus.subscriber import READY_WAIT_SECONDS, RECEIVE_SECONDS, TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.messages import TriggerEvent
 from shared.domain.pricebook_store import PricebookStore
@@ -70,8 +70,6 @@ from shared.tracing import BATCH_ID, span
 
 log = logging.getLogger(__name__)
 
-#: How long :meth:`ProcessorWorker.start` waits for its trigger subscription(s) to open.
-SUBSCRIBE_WAIT_SECONDS = 10.0
 #: A busy processor's heartbeat interval: what readers of its figures may lag behind.
 HEARTBEAT_BUSY_SECONDS = 10.0
 
@@ -207,7 +205,7 @@ class ProcessorWorker:
         otel_metrics.observe_listener(self.listener.name, self.listener.snapshot)
         self.heartbeat.start()
         self.subscriber.start()
-        if not self.subscriber.wait_ready(SUBSCRIBE_WAIT_SECONDS):
+        if not self.subscriber.wait_ready(READY_WAIT_SECONDS):
             log.warning(
                 "%s: trigger subscriptions not open yet; the safety poll covers until they are",
                 self.instance_id,

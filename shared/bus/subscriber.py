@@ -41,6 +41,9 @@ RECEIVE_SECONDS = 60.0
 #: the Service Bus SDK returns a one-message receive at once, whereas asking for a batch it
 #: keeps waiting to fill it (measured on the test broker: ~0.66 s against ~3 ms).
 RECEIVE_MAX_MESSAGES = 1
+#: How long a role's start waits for its subscriptions to open
+#: (:meth:`TriggerSubscriber.wait_ready`): a trigger published before then is not heard.
+READY_WAIT_SECONDS = 10.0
 #: Reconnect back-off: about 1 s after the first failure, growing to 30 s.
 RECONNECT_BACKOFF = Backoff(min_idle=0.5, delta=0.5, max_idle=30.0)
 

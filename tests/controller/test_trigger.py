@@ -8,7 +8,8 @@ from pathlib import Path
 from sqlalchemy import select
 
 from controller.worker import ControllerWorker, controller_listener_config
-from shared.bus.embedded import EmbeddedTriggerBus
+from shared.bus.embedded import EmbeddedSubscription, EmbeddedTriggerBus
+from shared.bus.ports import SubscriptionSpec
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
 from shared.listener import QueueListener
 from shared.listener.backoff import Backoff
@@ -88,6 +89,32 @@ def test_a_trigger_prepares_the_batch_before_its_first_result_comes(
     finally:
         worker.stop(5)
         engine.dispose()
+        bus.close()
+
+
+class SlowToSubscribeBus(EmbeddedTriggerBus):
+    """An embedded bus whose subscriptions take a while to open, as over a network."""
+
+    def subscribe(self, spec: SubscriptionSpec) -> EmbeddedSubscription:
+        time.sleep(0.5)
+        return super().subscribe(spec)
+
+
+def test_the_controller_hears_a_trigger_published_right_after_its_start(
+    settings: Settings, storage: StorageAccount, tmp_path: Path
+) -> None:
+    # start() returns once its subscription is open: a trigger published before then would
+    # reach nobody, and the batch's results would wait out the back-off.
+    bus = SlowToSubscribeBus(tmp_path / "bus", settings.trigger_topic)
+    bus.ensure_topic()
+    worker = ControllerWorker(settings, storage, bus=bus)
+    worker.start()
+    try:
+        batch = publish_batch(storage, settings, "b-early", make_transactions(20), chunk_size=20)
+        publish_trigger(bus, storage, batch)
+        assert wait_until(lambda: worker.snapshot().order_id_reservations == 1, timeout=10)
+    finally:
+        worker.stop(5)
         bus.close()
 
 
