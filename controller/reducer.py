@@ -12,7 +12,8 @@ of it:
    whose sha256 the controller checked; a result without one (an older processor's) has
    it computed here,
 2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
-   ``COPY`` on PostgreSQL, multi-row ``INSERT`` statements of tuples on SQLite),
+   ``COPY`` on PostgreSQL; on SQLite one ``INSERT … SELECT`` from the result's database
+   image, or multi-row ``INSERT`` statements of tuples),
 3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
 
 The mark goes first: a second controller applying the same chunk at the same moment blocks
@@ -39,8 +40,9 @@ from typing import Protocol
 from sqlalchemy import Connection, Engine, exists, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from controller.charge_loader import load_charges
+from controller.charge_loader import attached_result, copy_charges, load_charges
 from shared.contracts.chunk_result import COLUMNS, ChargeRow, ResultRow
+from shared.contracts.result_table import ResultTable
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
 from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
@@ -118,8 +120,13 @@ def apply_rows(
     if id_checksum is None:
         id_checksum = id_checksum_of(map(_transaction_id, rows))
     high, low = id_checksum_halves.split(id_checksum)
+    table = rows if isinstance(rows, ResultTable) else None
     try:
-        with engine.begin() as connection:
+        with (
+            engine.connect() as connection,
+            attached_result(connection, table) as attached,
+            connection.begin(),
+        ):
             connection.execute(
                 insert(AppliedChunk).values(
                     batch_id=batch_id,
@@ -131,7 +138,9 @@ def apply_rows(
                     id_checksum_low=low,
                 )
             )
-            if rows:
+            if rows and attached:
+                copy_charges(connection, order_ids, batch_id, chunk, currency)
+            elif rows:
                 # One tuple per charge in the loader's column order: where it belongs,
                 # then the result row, which is exactly the loader's last twelve columns.
                 # Joined by map/zip/add, all in C: no Python code runs per row.

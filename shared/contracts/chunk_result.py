@@ -2,23 +2,25 @@
 
 The processor writes it (``<batch_id>/<chunk:06d>`` in the results container) and puts only a
 small :class:`~shared.contracts.messages.ChunkResult` on the output queue; the controller reads it
-back and applies it to the warehouse. One compressed JSON document whose rows are arrays
-(compressed as payloads are, :mod:`shared.contracts.blob_compression`), so a chunk costs
-one encode and one decode call each way, both in C (msgspec): the decoder
-checks every row's shape and types as it builds it, where ``json.loads`` followed by a
-Python check cost about 2 µs a row in the controller.
+back and applies it to the warehouse. Blobs are compressed as payloads are
+(:mod:`shared.contracts.blob_compression`).
 
-Version 2 rows are exactly what the warehouse's loader stores after the columns the
-controller adds (order id, batch, chunk, currency): ``occurred_at`` already in UTC as the
-warehouse spells it (:mod:`shared.domain.utc_text`), then the rated charge. A version 2
-document also carries ``id_checksum``, the chunk's partial id checksum over its rows'
-transaction ids (:func:`shared.domain.transactions.id_checksum_of`): the processor hashes
-each id once, so the controller, which all results pass through, does not. Documents
-written before it was added lack it (``None``), and the controller computes it itself.
+Version 3, what processors write: an SQLite database image (:mod:`shared.contracts.result_table`)
+whose ``rows`` table holds exactly the values the warehouse's loader stores after the columns
+the controller adds (order id, batch, chunk, currency): ``occurred_at`` already in UTC as
+the warehouse spells it (:mod:`shared.domain.utc_text`), then the rated charge. A SQLite
+warehouse copies them with one ``INSERT … SELECT``, with no Python object per row.
+
+Version 2, a JSON document whose rows are arrays of the same values, is still read (a
+rolling upgrade applies results written by processors of the previous release), decoded
+in C by msgspec, which checks every row's shape and types as it builds it. Both carry
+``id_checksum``, the chunk's partial id checksum over its rows' transaction ids
+(:func:`shared.domain.transactions.id_checksum_of`): the processor hashes each id once, so
+the controller, which all results pass through, does not. Version 2 documents written
+before it was added lack it (``None``), and the controller computes it itself.
 
 Version 1 rows (a line number, then ``occurred_at`` as RFC 3339 text) are still read,
-converted row by row, so that results written by processors of the previous release are
-applied during a rolling upgrade.
+converted row by row.
 """
 
 from __future__ import annotations
@@ -31,15 +33,19 @@ from typing import Annotated, Any
 
 import msgspec
 
-from shared.contracts.blob_compression import compress, decode_document
+from shared.contracts import result_table
+from shared.contracts.blob_compression import BlobCompressionError, compress, decompress
+from shared.contracts.result_table import ResultTableError
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.transactions import ID_CHECKSUM_MODULUS, id_checksum_of
 from shared.domain.utc_text import utc_text, utc_text_of
 
-RESULT_VERSION = 2
+RESULT_VERSION = result_table.TABLE_VERSION
+#: The JSON document's version, still read (and written by :func:`encode_result_json`).
+JSON_VERSION = 2
 #: A row of the result blob: when the transaction occurred (UTC text), then its charge.
-COLUMNS = ("occurred_at_utc", *CHARGE_FIELDS)
-SUBTOTAL_COLUMNS = INVOICE_SUMS
+COLUMNS = result_table.ROW_COLUMNS
+SUBTOTAL_COLUMNS = result_table.SUBTOTAL_FIGURES
 _charge_values = attrgetter(*CHARGE_FIELDS)
 _transaction_id = itemgetter(COLUMNS.index("transaction_id"))
 _subtotal_values = attrgetter(*INVOICE_SUMS)
@@ -73,7 +79,7 @@ class _Header(msgspec.Struct, frozen=True, tag_field="v"):
 IdChecksum = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class _Document(_Header, frozen=True, tag=RESULT_VERSION):
+class _Document(_Header, frozen=True, tag=JSON_VERSION):
     rows: list[ResultRow]
     id_checksum: IdChecksum | None = None
 
@@ -112,16 +118,18 @@ def result_blob_name(batch_id: str, chunk: int) -> str:
 class RatedRows:
     """A result blob as rows: what the controller loads, with no object per charge.
 
-    ``rows`` are tuples in :data:`COLUMNS` order; ``subtotals`` map a customer id to its
-    figures in :data:`SUBTOTAL_COLUMNS` order; ``id_checksum`` is the rows' partial id
-    checksum, None when the document predates it.
+    ``rows`` are tuples in :data:`COLUMNS` order (for a version 3 result a
+    :class:`~shared.contracts.result_table.ResultTable`, which a SQLite warehouse copies
+    without making them); ``subtotals`` map a customer id to its figures in
+    :data:`SUBTOTAL_COLUMNS` order; ``id_checksum`` is the rows' partial id checksum, None
+    when the document predates it.
     """
 
     batch_id: str
     chunk: int
     currency: str
     pricebook_version: str
-    rows: list[ResultRow]
+    rows: Sequence[ResultRow]
     subtotals: dict[str, Subtotal]
     id_checksum: int | None
 
@@ -155,10 +163,30 @@ def encode_result_rows(
     rows: Sequence[Sequence[Any]],
     subtotals: Mapping[str, Sequence[int]],
 ) -> bytes:
-    """The result blob's bytes from rows in :data:`COLUMNS` order (the integer rater's),
-    with their partial id checksum."""
+    """The result blob's bytes (version 3) from rows in :data:`COLUMNS` order (the integer
+    rater's), with their partial id checksum."""
+    header = result_table.Header(
+        batch_id=batch_id,
+        chunk=chunk,
+        currency=currency,
+        pricebook_version=pricebook_version,
+        id_checksum=id_checksum_of(map(_transaction_id, rows)),
+    )
+    return compress(result_table.write_image(header, rows, subtotals))
+
+
+def encode_result_json(
+    *,
+    batch_id: str,
+    chunk: int,
+    currency: str,
+    pricebook_version: str,
+    rows: Sequence[Sequence[Any]],
+    subtotals: Mapping[str, Sequence[int]],
+) -> bytes:
+    """A version 2 (JSON) result blob, as the previous release's processors wrote it."""
     document = {
-        "v": RESULT_VERSION,
+        "v": JSON_VERSION,
         "batch_id": batch_id,
         "chunk": chunk,
         "currency": currency,
@@ -194,11 +222,25 @@ def decode_result(data: bytes) -> RatedChunk:
 def decode_result_rows(data: bytes) -> RatedRows:
     """Read a result blob back as rows. Raises :class:`ChunkResultError`.
 
-    The decoder checks the version and the type of every value as it reads them; this
-    checks the column names. The values are not checked further: the blob's sha256 was
-    checked against the processor's message already, and the warehouse refuses the rest.
+    A version 3 image must have exactly the tables of
+    :data:`~shared.contracts.result_table.SCHEMA` (strict tables: SQLite checked every
+    value's type as the processor wrote it); a JSON document's decoder checks the version
+    and the type of every value as it reads them, and this its column names. The values
+    are not checked further: the blob's sha256 was checked against the processor's message
+    already, and the warehouse refuses the rest.
     """
-    document = decode_document(data, _decoder, ChunkResultError, "chunk result")
+    try:
+        document_bytes = decompress(data)
+    except BlobCompressionError as exc:
+        raise ChunkResultError(f"not a compressed chunk result: {exc}") from None
+    if document_bytes.startswith(result_table.MAGIC):
+        return _rows_of_table(document_bytes)
+    try:
+        document = _decoder.decode(document_bytes)
+    except msgspec.ValidationError as exc:
+        raise ChunkResultError(f"malformed chunk result: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise ChunkResultError(f"not a JSON chunk result: {exc}") from None
     expected = COLUMNS if isinstance(document, _Document) else _V1_COLUMNS
     if document.columns != expected:
         raise ChunkResultError(f"unexpected result columns {list(document.columns)!r}")
@@ -206,10 +248,6 @@ def decode_result_rows(data: bytes) -> RatedRows:
         raise ChunkResultError(f"unexpected subtotal columns {list(document.subtotal_columns)!r}")
     rows = document.rows if isinstance(document, _Document) else _rows_of_v1(document.rows)
     id_checksum = document.id_checksum if isinstance(document, _Document) else None
-    if id_checksum is not None and id_checksum >= ID_CHECKSUM_MODULUS:
-        raise ChunkResultError(
-            "malformed chunk result: an id checksum must be below 2**64 - at `$.id_checksum`"
-        )
     return RatedRows(
         batch_id=document.batch_id,
         chunk=document.chunk,
@@ -217,8 +255,32 @@ def decode_result_rows(data: bytes) -> RatedRows:
         pricebook_version=document.pricebook_version,
         rows=rows,
         subtotals=document.subtotals,
-        id_checksum=id_checksum,
+        id_checksum=_checked_checksum(id_checksum, "at `$.id_checksum`"),
     )
+
+
+def _rows_of_table(image: bytes) -> RatedRows:
+    try:
+        header, rows, subtotals = result_table.read_image(image)
+    except ResultTableError as exc:
+        raise ChunkResultError(f"malformed chunk result: {exc}") from None
+    return RatedRows(
+        batch_id=header.batch_id,
+        chunk=header.chunk,
+        currency=header.currency,
+        pricebook_version=header.pricebook_version,
+        rows=rows,
+        subtotals=subtotals,  # type: ignore[arg-type]  # seven figures a customer: SCHEMA
+        id_checksum=_checked_checksum(header.id_checksum, "in its header"),
+    )
+
+
+def _checked_checksum(id_checksum: int | None, where: str) -> int | None:
+    if id_checksum is not None and id_checksum >= ID_CHECKSUM_MODULUS:
+        raise ChunkResultError(
+            f"malformed chunk result: an id checksum must be below 2**64 - {where}"
+        )
+    return id_checksum
 
 
 def _rows_of_v1(rows: list[_V1Row]) -> list[ResultRow]:

@@ -9,23 +9,21 @@ thread beside the insert (``bench/README.md``, session 14): ``executemany`` 9.9 
 162 µs of wall time a row; statements of a thousand rows and more, 4.7 µs and 10.8 µs. With
 no other thread both cost the same, 3.1 µs a row.
 
-So the controller binds :data:`MAX_VALUES_PER_STATEMENT` values to each ``INSERT … VALUES
-(…), (…), …``: the step that inserts them runs once, the GIL changes hands once per
-statement, and sqlite3 still binds every value in C.
+So the controller binds :data:`~shared.sqlite_values.MAX_VALUES_PER_STATEMENT` values to
+each ``INSERT … VALUES (…), (…), …`` (:func:`~shared.sqlite_values.insert_values`): the
+step that inserts them runs once, the GIL changes hands once per statement, and sqlite3
+still binds every value in C.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from itertools import chain, islice
 from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
-#: Values bound to one statement: SQLite's default limit since 3.32 (builds may allow more).
-MAX_VALUES_PER_STATEMENT = 32_766
+from shared.sqlite_values import insert_values
 
 
 def insert_rows(
@@ -44,20 +42,9 @@ def insert_rows(
     ``ON CONFLICT`` clause). A driver error is raised as SQLAlchemy's, as the rest of the
     warehouse code expects (an ``IntegrityError`` stays one)."""
     dialect = connection.dialect
-    dbapi_connection: Any = connection.connection.driver_connection
-    per_statement = max(1, MAX_VALUES_PER_STATEMENT // width)
-    remaining = iter(rows)
-    while batch := list(islice(remaining, per_statement)):
-        sql = _statement(into, width, len(batch), then)
-        try:
-            dbapi_connection.execute(sql, list(chain.from_iterable(batch)))
-        except dialect.loaded_dbapi.Error as exc:
-            raise DBAPIError.instance(
-                f"{into} VALUES … {then}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
-            ) from exc
-
-
-@lru_cache(maxsize=16)  # the full statement, and the short last ones of recent chunks
-def _statement(into: str, width: int, rows: int, then: str) -> str:
-    group = f"({', '.join('?' * width)})"
-    return f"{into} VALUES {', '.join([group] * rows)} {then}".rstrip()
+    try:
+        insert_values(connection.connection.driver_connection, into, width, rows, then=then)
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            f"{into} VALUES … {then}", None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc

@@ -1,9 +1,10 @@
-"""The chunk result blob: version 2 as the processor writes it, version 1 still read."""
+"""The chunk result blob: version 3 (an SQLite image) as processors write it; 2 and 1 still read."""
 
 from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -17,8 +18,10 @@ from shared.contracts.chunk_result import (
     decode_result,
     decode_result_rows,
     encode_result,
+    encode_result_json,
     encode_result_rows,
 )
+from shared.contracts.result_table import SCHEMA, ResultTable
 from shared.domain.charges import CHARGE_FIELDS, RatedCharge, subtotals
 from shared.domain.transactions import id_checksum_of
 
@@ -40,6 +43,19 @@ def blob() -> bytes:
         pricebook_version="v1",
         charges=list(zip(TIMES, CHARGES, strict=True)),
         subtotals=subtotals(CHARGES),
+    )
+
+
+def json_blob() -> bytes:
+    """The same result as version 2, the previous release's JSON document."""
+    rated = decode_result_rows(blob())
+    return encode_result_json(
+        batch_id="b",
+        chunk=3,
+        currency="EUR",
+        pricebook_version="v1",
+        rows=list(rated.rows),
+        subtotals=rated.subtotals,
     )
 
 
@@ -65,8 +81,37 @@ def test_the_result_carries_its_rows_partial_id_checksum() -> None:
     assert decode_result_rows(blob()).id_checksum == id_checksum_of(["T-1", "T-2"])
 
 
+def test_the_processor_writes_an_sqlite_image_whose_rows_load_without_python_objects() -> None:
+    rated = decode_result_rows(blob())
+    assert isinstance(rated.rows, ResultTable)
+    assert decompress(blob()).startswith(b"SQLite format 3\x00")
+    assert len(rated.rows) == 2
+
+
+def test_a_version_2_json_result_reads_as_the_same_rows() -> None:
+    old, new = decode_result_rows(json_blob()), decode_result_rows(blob())
+    assert document(json_blob())["v"] == 2
+    assert old.rows == list(new.rows)
+    assert (old.subtotals, old.id_checksum) == (new.subtotals, new.id_checksum)
+    assert (old.batch_id, old.chunk, old.currency, old.pricebook_version) == (
+        new.batch_id,
+        new.chunk,
+        new.currency,
+        new.pricebook_version,
+    )
+
+
+def test_an_empty_result_is_an_empty_table() -> None:
+    rated = decode_result_rows(
+        encode_result_rows(
+            batch_id="b", chunk=0, currency="EUR", pricebook_version="v", rows=[], subtotals={}
+        )
+    )
+    assert (len(rated.rows), list(rated.rows), rated.subtotals) == (0, [], {})
+
+
 def test_a_version_2_result_written_before_the_checksum_reads_as_none() -> None:
-    written = document(blob())
+    written = document(json_blob())
     del written["id_checksum"]
     rated = decode_result_rows(compress(json.dumps(written).encode()))
     assert rated.id_checksum is None
@@ -101,9 +146,9 @@ def test_a_version_1_result_of_the_previous_release_is_still_applied() -> None:
     assert decode_result_rows(data).rows == decode_result_rows(blob()).rows
 
 
-def test_the_rows_are_written_as_arrays_under_their_column_names() -> None:
+def test_json_rows_are_written_as_arrays_under_their_column_names() -> None:
     written = document(
-        encode_result_rows(
+        encode_result_json(
             batch_id="b", chunk=0, currency="EUR", pricebook_version="v", rows=[], subtotals={}
         )
     )
@@ -113,9 +158,9 @@ def test_the_rows_are_written_as_arrays_under_their_column_names() -> None:
 
 
 def _broken(change: str) -> bytes:
-    written = document(blob())
+    written = document(json_blob())
     if change == "version":
-        written["v"] = 3
+        written["v"] = 4
     elif change == "columns":
         written["columns"] = ["line", *written["columns"]]
     elif change == "short row":
@@ -157,3 +202,64 @@ def _broken(change: str) -> bytes:
 def test_anything_else_is_a_clear_error_that_says_where(data: bytes, message: str) -> None:
     with pytest.raises(ChunkResultError, match=message):
         decode_result_rows(data)
+
+
+def _broken_image(change: str) -> bytes:
+    """The version 3 image of :func:`blob`, altered through SQLite itself."""
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.deserialize(decompress(blob()))
+    if change == "version":
+        db.execute("UPDATE header SET v = 4")
+    elif change == "two headers":
+        db.execute("INSERT INTO header SELECT * FROM header")
+    elif change == "extra table":
+        db.execute("CREATE TABLE more (x INTEGER)")
+    elif change == "trigger":
+        db.execute("CREATE TRIGGER t AFTER INSERT ON header BEGIN SELECT 1; END")
+    elif change == "other columns":
+        db.execute("ALTER TABLE rows ADD COLUMN line INTEGER")
+    elif change == "gap in rows":
+        db.execute("UPDATE rows SET rowid = 7 WHERE rowid = 2")
+    elif change == "checksum":
+        db.execute(f"UPDATE header SET id_checksum = '{2**64}'")
+    elif change == "checksum text":
+        db.execute("UPDATE header SET id_checksum = '-1'")
+    image = db.serialize()
+    db.close()
+    if change == "truncated":
+        image = image[: len(image) // 2]
+    return compress(image)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ("version", "malformed chunk result header"),
+        ("two headers", "malformed chunk result header"),
+        ("extra table", "unexpected chunk result tables"),
+        ("trigger", "no index, view or trigger"),
+        ("other columns", "unexpected chunk result tables"),
+        ("gap in rows", r"rows numbered 1…7, not 1…2"),
+        ("checksum", r"id checksum must be below 2\*\*64 - in its header"),
+        ("checksum text", "malformed chunk result id checksum '-1'"),
+        ("truncated", "not a chunk result database"),
+    ],
+)
+def test_an_image_that_is_not_exactly_the_schema_is_a_clear_error(
+    change: str, message: str
+) -> None:
+    with pytest.raises(ChunkResultError, match=message):
+        decode_result_rows(_broken_image(change))
+
+
+def test_the_schema_is_strict_so_the_writer_cannot_store_a_wrong_type() -> None:
+    assert all(sql.endswith("STRICT") for sql in SCHEMA.values())
+    with pytest.raises(sqlite3.IntegrityError):
+        encode_result_rows(
+            batch_id="b",
+            chunk=0,
+            currency="EUR",
+            pricebook_version="v",
+            rows=[("2024-06-01 12:00:00.000000", "T", "C", "S", "EU", "3", 1, 1, 0, 1, 0, "x")],
+            subtotals={},
+        )

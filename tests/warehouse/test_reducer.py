@@ -15,7 +15,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from controller.reducer import IdSource, apply_chunk, apply_rows, is_applied
-from shared.contracts.chunk_result import ChargeRow
+from shared.contracts.chunk_result import ChargeRow, RatedRows, decode_result_rows, encode_result
+from shared.contracts.result_table import ResultTable
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
@@ -82,17 +83,33 @@ class CountingIds:
 
 
 def apply(engine: Engine, chunk: int, ids: IdSource, batch_id: str = "b1") -> bool:
+    """Apply chunk ``chunk`` the controller's way: from its result blob as a processor
+    writes it (an SQLite image, which a SQLite warehouse copies without Python rows)."""
     charges = rated_chunk(chunk)
-    return apply_chunk(
+    rated = result_rows(batch_id, chunk, charges)
+    return apply_rows(
         engine,
         batch_id=batch_id,
         chunk=chunk,
-        charges=charges,
-        subtotals=subtotals_of(charges),
-        currency="EUR",
+        rows=rated.rows,
+        subtotals=rated.subtotals,
+        currency=rated.currency,
         allocator=ids,
         processor="proc-1",
+        id_checksum=rated.id_checksum,
     )
+
+
+def result_rows(batch_id: str, chunk: int, charges: Sequence[ChargeRow]) -> RatedRows:
+    blob = encode_result(
+        batch_id=batch_id,
+        chunk=chunk,
+        currency="EUR",
+        pricebook_version="v1",
+        charges=[(row.occurred_at, row.charge) for row in charges],
+        subtotals={s.customer_id: s for s in subtotals_of(charges)},
+    )
+    return decode_result_rows(blob)
 
 
 def count(engine: Engine, model: type[object]) -> int:
@@ -319,3 +336,45 @@ def test_a_subtotal_of_the_wrong_width_is_refused_and_leaves_nothing(engine: Eng
     assert not is_applied(engine, "b1", 0)
     assert count(engine, Charge) == 0
     assert invoices(engine) == {}
+
+
+class GappedIds:
+    """Order ids in two ranges with a gap, as the allocator hands out a chunk that
+    outgrew the range at hand: 20 from the first, the rest from a new one."""
+
+    def take(self, count: int) -> list[int]:
+        return [*range(1, 21), *range(1_001, 1_001 + count - 20)]
+
+
+def test_a_result_image_lands_row_for_row_with_its_order_ids_across_ranges(
+    engine: Engine,
+) -> None:
+    add_batch(engine, "b1", transactions=50)
+    charges = rated_chunk(0)
+    rated = result_rows("b1", 0, charges)
+    assert isinstance(rated.rows, ResultTable)
+
+    assert apply_rows(
+        engine,
+        batch_id="b1",
+        chunk=0,
+        rows=rated.rows,
+        subtotals=rated.subtotals,
+        currency="EUR",
+        allocator=GappedIds(),
+        processor="proc-1",
+        id_checksum=rated.id_checksum,
+    )
+
+    with Session(engine) as session:
+        stored = session.scalars(select(Charge).order_by(Charge.order_id)).all()
+    assert [c.order_id for c in stored] == GappedIds().take(50)
+    assert [c.transaction_id for c in stored] == [row.charge.transaction_id for row in charges]
+    assert [c.occurred_at for c in stored] == [row.occurred_at for row in charges]
+    assert [tuple(getattr(c, f) for f in CHARGE_FIELDS) for c in stored] == [
+        charge_values(row.charge) for row in charges
+    ]
+    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+    if engine.dialect.name == "sqlite":
+        # copied inside SQLite: the rows were never made into Python tuples
+        assert "_rows" not in vars(rated.rows)

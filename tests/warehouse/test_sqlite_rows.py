@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
-from shared.warehouse.sqlite_rows import MAX_VALUES_PER_STATEMENT, insert_rows
+from shared.sqlite_values import MAX_VALUES_PER_STATEMENT
+from shared.warehouse.sqlite_rows import insert_rows
 
 WIDTH = 3
 INTO = "INSERT INTO t (k, name, n)"
