@@ -168,6 +168,11 @@ class QueueListener:
             return 0
         self._planner.forget_empty(queue_names)
         self._wake.wake(hold=announced)  # threads asleep in their back-off look again now
+        if self.state.active_threads >= self._rule.most_threads:
+            # No depth could start another thread (the default rule, "0:1", wants one at
+            # most): asking for it would be a request a trigger, and for the controller
+            # nearly every result it found after an empty receive, for nothing.
+            return 0
         return self._scale_to(self._query_depth(queue_names))
 
     def pause(self) -> None:

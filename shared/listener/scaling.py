@@ -65,6 +65,12 @@ class ScalingRule:
             raise ScalingRuleError(f"scaling rule {text!r} must start at depth 0 (e.g. '0:1')")
         return cls(tuple(thresholds), tuple(threads), max_threads)
 
+    @property
+    def most_threads(self) -> int:
+        """The most threads any depth deserves: with this many running, a depth changes
+        nothing."""
+        return min(self.threads[-1], self.max_threads)
+
     def optimal_threads(self, depth: int) -> int:
         """Threads for a queue depth: the step with the largest threshold ≤ depth, capped."""
         step = bisect.bisect_right(self.thresholds, max(depth, 0)) - 1

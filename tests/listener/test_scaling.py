@@ -8,6 +8,8 @@ from pydantic import ValidationError
 from shared.listener import ScalingRule, ScalingRuleError
 from shared.listener_settings import listener_config
 from shared.settings import Settings
+from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq
+from tests.support.memory_queue import MemoryQueues
 
 
 @pytest.mark.parametrize(
@@ -61,3 +63,22 @@ def test_the_config_takes_the_rule_and_cap_from_settings() -> None:
     rule = listener_config(settings).rule
     assert rule.optimal_threads(100) == 2
     assert rule.optimal_threads(0) == 1
+
+
+@pytest.mark.parametrize(("rule", "asks"), [("0:1", False), ("0:1,1:2", True)])
+def test_work_detected_asks_the_depth_only_when_it_could_start_a_thread(
+    queues: MemoryQueues, listener_factory: ListenerFactory, rule: str, asks: bool
+) -> None:
+    # With as many threads running as any depth deserves, a trigger (and a dequeue thread
+    # that found work after an empty receive) only wakes them: a depth request would
+    # change nothing. The default rule, one thread, is such a rule.
+    (source,) = make_sources(queues)
+    listener = listener_factory(
+        [source], lambda lease: None, fast_config(scaling_rule=rule), trigger_available=True
+    )
+    listener.start(threads=1)
+    before = memq(source).calls["count"]
+
+    listener.on_work_detected()
+
+    assert (memq(source).calls["count"] > before) is asks
