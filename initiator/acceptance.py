@@ -117,6 +117,14 @@ class BatchAcceptance:
             return self._publisher.begin(intent)
 
         publication, totals = self._read_any_way(body, request, pricebook, begin)
+        if request.checkpoint is not None:
+            # The parser checks between blocks, but the helpers may validate for a good
+            # while after the last block was read: a client gone meanwhile gets no batch.
+            try:
+                request.checkpoint()
+            except Exception:
+                publication.discard()
+                raise
         try:
             record = publication.commit(totals, body_bytes=body.bytes_read, body_sha256=body.sha256)
         except IdempotencyKeyTakenError as taken:  # a concurrent twin won; ours was removed

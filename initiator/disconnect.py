@@ -5,8 +5,9 @@ the last byte is in, the parser may still work for a long time (a small gzip bod
 inflate to the decompressed-size limit) and nothing reads from the connection any more. So
 a watcher waits, on the event loop, for the server's ``http.disconnect`` and tells the body
 (:meth:`~initiator.body.BlockingBody.client_gone`); the parser checks it between blocks and
-gives up, discarding what it had stored. A batch whose commit has begun is not stopped: the
-checks are in the parser only.
+gives up, discarding what it had stored, and the intake checks it once more before the
+commit (the intake helpers may validate for a while after the last block was read). A
+batch whose commit has begun is not stopped.
 """
 
 from __future__ import annotations
