@@ -3,8 +3,10 @@
     python -m bench.controllers [--quick] [--transactions N] [--postgres URL]
 
 A generated batch is accepted through the production intake and rated by the production
-rating step (in this process), which leaves its result messages on the output queue; they
-are captured so that every run reduces the same results. Each run puts them back, starts
+rating step (in this process), in the result format a deployment on that warehouse writes
+(``BILLING_RESULT_FORMAT``: SQLite images for SQLite, JSON for PostgreSQL), which leaves its
+result messages on the output queue; they are captured so that every run on that warehouse
+reduces the same results. Each run puts them back, starts
 ``N`` controller processes (:class:`~controller.worker.ControllerWorker`, production wiring
 and defaults) on a fresh warehouse, releases them together (a barrier, so start-up is not
 timed) and stops the clock when the warehouse shows the batch completed and reconciled.
@@ -41,6 +43,7 @@ from bench.drain import capture_work_items
 from bench.report import Cell, Report, base_parser
 from controller.worker import ControllerWorker
 from processor.worker import rating_step
+from shared.contracts.chunk_result import ResultFormat
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.warehouse import Batch, make_engine, upgrade
@@ -61,6 +64,8 @@ class Variant:
 
 
 ONE, TWO = Variant(1), Variant(2)
+#: What each warehouse's deployments set BILLING_RESULT_FORMAT to (README, settings).
+RESULT_FORMATS: dict[str, ResultFormat] = {"sqlite": "sqlite", "postgresql": "json"}
 #: On SQLite also one controller whose handlers wait in SQLite's busy handler instead of
 #: taking turns (controller.write_turns); on PostgreSQL there are no turns to compare.
 VARIANTS = {"sqlite": (ONE, TWO, Variant(1, turns=False)), "postgresql": (ONE, TWO)}
@@ -76,10 +81,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = Report(benchmark="controllers", quick=args.quick)
     rows: list[list[Cell]] = []
     with open_deployment("embedded") as deployment:
-        print(f"  accepting and rating {transactions:,} transactions", file=sys.stderr)
-        batch_id, results = _rated_batch(deployment, transactions)
         warehouses = ["sqlite", *(["postgresql"] if args.postgres else [])]
         for warehouse in warehouses:
+            # in the result format a deployment on this warehouse uses (BILLING_RESULT_FORMAT)
+            result_format = RESULT_FORMATS[warehouse]
+            print(
+                f"  accepting and rating {transactions:,} transactions ({result_format} results)",
+                file=sys.stderr,
+            )
+            batch_id, results = _rated_batch(deployment, transactions, result_format)
             best: dict[Variant, tuple[float, float]] = {}
             for _ in range(rounds):
                 for variant in VARIANTS[warehouse]:
@@ -127,10 +137,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _rated_batch(deployment: Deployment, transactions: int) -> tuple[str, list[str]]:
+def _rated_batch(
+    deployment: Deployment, transactions: int, result_format: ResultFormat = "sqlite"
+) -> tuple[str, list[str]]:
     """Accept and rate a batch; its result messages, taken off the output queue."""
     record = deployment.accept_batch(transactions)
-    step = rating_step(deployment.settings, deployment.storage, "bench")
+    settings = deployment.settings.model_copy(update={"result_format": result_format})
+    step = rating_step(settings, deployment.storage, "bench")
     for _, item in capture_work_items(deployment):
         step.handle(item)
     output = deployment.storage.queue(deployment.settings.output_queue)

@@ -242,6 +242,8 @@ var commonEnv = [
   { name: 'BILLING_SERVICEBUS_NAMESPACE', value: servicebus.outputs.fullyQualifiedNamespace }
   { name: 'BILLING_PARTITIONS', value: string(partitions) }
   { name: 'BILLING_PROVISION_RESOURCES', value: 'false' }
+  // PostgreSQL's COPY takes JSON results' rows fastest (README, "Reduce")
+  { name: 'BILLING_RESULT_FORMAT', value: 'json' }
 ]
 
 module initiator 'modules/app.bicep' = {

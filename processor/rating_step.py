@@ -26,7 +26,7 @@ from processor.integer_rater import IntegerRater
 from processor.row_budget import RowBudget
 from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import decode_chunk_rows
-from shared.contracts.chunk_result import encode_result_rows, result_blob_name
+from shared.contracts.chunk_result import RESULT_ENCODERS, ResultFormat, result_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
@@ -73,10 +73,12 @@ class RatingStep:
         instance_id: str,
         budget: RowBudget,
         turns: AbstractContextManager[object] | None = None,
+        result_format: ResultFormat = "sqlite",
     ) -> None:
         """``budget``: the transactions this process rates at once, shared by its handlers;
         ``turns``: what a handler holds while it rates (a lock per process when
-        ``BILLING_PROCESSOR_RATING_TURNS``; none: handlers rate at once)."""
+        ``BILLING_PROCESSOR_RATING_TURNS``; none: handlers rate at once); ``result_format``:
+        how results are written (``BILLING_RESULT_FORMAT``)."""
         self._payloads = payloads
         self._results = results
         self._output = output
@@ -85,6 +87,8 @@ class RatingStep:
         self._instance_id = instance_id
         self._budget = budget
         self._turns = nullcontext() if turns is None else turns
+        self.result_format = result_format
+        self._encode_result = RESULT_ENCODERS[result_format]
         # Once accepted, a batch never goes back: remembering it saves one table read per
         # chunk after the first (bounded: the oldest are forgotten first).
         self._accepted: OrderedDict[str, None] = OrderedDict()
@@ -155,7 +159,7 @@ class RatingStep:
             payload = decode_chunk_rows(data)
             rater = self._rater(item.pricebook_version)
             rows, sums = rater.rate_rows(payload.rows)
-            blob = encode_result_rows(
+            blob = self._encode_result(
                 batch_id=item.batch_id,
                 chunk=item.chunk,
                 currency=rater.pricebook.currency,

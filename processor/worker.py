@@ -99,6 +99,7 @@ def rating_step(settings: Settings, storage: StorageAccount, instance_id: str) -
         instance_id=instance_id,
         budget=RowBudget(settings.processor_rows_in_flight),
         turns=threading.Lock() if settings.processor_rating_turns else None,
+        result_format=settings.result_format,
     )
 
 

@@ -16,6 +16,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from shared.collector import DEFAULT_YOUNG_THRESHOLD
+from shared.contracts.chunk_result import ResultFormat
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
 
@@ -153,6 +154,12 @@ class Settings(BaseSettings):
     #: as late as the large ones beside it; in turns each is rated straight through while
     #: the others fetch and store. false: they rate at once, to measure the difference.
     processor_rating_turns: bool = True
+    #: The form a processor's results travel in (shared.contracts.chunk_result): ``sqlite``,
+    #: a database image a SQLite warehouse copies without a Python object per row (the
+    #: controller's CPU a transaction 4.05 -> 2.49 µs), or ``json``, rows that PostgreSQL's
+    #: COPY takes faster (an image cost it 1.1 µs more a transaction: bench/README.md,
+    #: "Issue 12, session 17"). Set it for the deployment's warehouse; the controller reads both.
+    result_format: ResultFormat = "sqlite"
 
     # --- order ids --------------------------------------------------------------------
     #: One conditional write of the counter blob per range: with chunks of up to 32,000 a

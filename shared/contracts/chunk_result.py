@@ -5,16 +5,20 @@ small :class:`~shared.contracts.messages.ChunkResult` on the output queue; the c
 back and applies it to the warehouse. Blobs are compressed as payloads are
 (:mod:`shared.contracts.blob_compression`).
 
-Version 3, what processors write: an SQLite database image (:mod:`shared.contracts.result_table`)
-whose ``rows`` table holds exactly the values the warehouse's loader stores after the columns
-the controller adds (order id, batch, chunk, currency): ``occurred_at`` already in UTC as
-the warehouse spells it (:mod:`shared.domain.utc_text`), then the rated charge. A SQLite
-warehouse copies them with one ``INSERT … SELECT``, with no Python object per row.
+A processor writes one of two forms, as ``BILLING_RESULT_FORMAT`` says, for the warehouse
+the deployment loads into; the controller reads both (and version 1):
 
-Version 2, a JSON document whose rows are arrays of the same values, is still read (a
-rolling upgrade applies results written by processors of the previous release), decoded
-in C by msgspec, which checks every row's shape and types as it builds it. Both carry
-``id_checksum``, the chunk's partial id checksum over its rows' transaction ids
+* version 3 (``sqlite``, the default): an SQLite database image
+  (:mod:`shared.contracts.result_table`) whose ``rows`` table holds exactly the values the
+  warehouse's loader stores after the columns the controller adds (order id, batch, chunk,
+  currency): ``occurred_at`` already in UTC as the warehouse spells it
+  (:mod:`shared.domain.utc_text`), then the rated charge. A SQLite warehouse copies them
+  with one ``INSERT … SELECT``, with no Python object per row;
+* version 2 (``json``, for PostgreSQL): a JSON document whose rows are arrays of the same
+  values, decoded in C by msgspec, which checks every row's shape and types as it builds
+  them, the fastest rows for ``COPY``'s ``write_row``.
+
+Both carry ``id_checksum``, the chunk's partial id checksum over its rows' transaction ids
 (:func:`shared.domain.transactions.id_checksum_of`): the processor hashes each id once, so
 the controller, which all results pass through, does not. Version 2 documents written
 before it was added lack it (``None``), and the controller computes it itself.
@@ -25,11 +29,11 @@ converted row by row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter, itemgetter
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -184,7 +188,8 @@ def encode_result_json(
     rows: Sequence[Sequence[Any]],
     subtotals: Mapping[str, Sequence[int]],
 ) -> bytes:
-    """A version 2 (JSON) result blob, as the previous release's processors wrote it."""
+    """A version 2 (JSON) result blob: for a PostgreSQL warehouse, whose ``COPY`` takes
+    msgspec's decoded rows faster than rows read out of an image (``BILLING_RESULT_FORMAT``)."""
     document = {
         "v": JSON_VERSION,
         "batch_id": batch_id,
@@ -198,6 +203,14 @@ def encode_result_json(
         "id_checksum": id_checksum_of(map(_transaction_id, rows)),
     }
     return compress(_encoder.encode(document))
+
+
+ResultFormat = Literal["sqlite", "json"]
+"""How a processor writes its results (``BILLING_RESULT_FORMAT``)."""
+RESULT_ENCODERS: dict[str, Callable[..., bytes]] = {
+    "sqlite": encode_result_rows,
+    "json": encode_result_json,
+}
 
 
 def decode_result(data: bytes) -> RatedChunk:

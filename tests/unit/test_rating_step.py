@@ -17,7 +17,9 @@ from processor.rating_step import BatchNotYetAcceptedError, RatingStep
 from processor.row_budget import RowBudget
 from processor.worker import rating_step
 from shared.contracts.batch_records import BatchState
+from shared.contracts.blob_compression import decompress
 from shared.contracts.chunk_payload import encode_chunk, payload_blob_name
+from shared.contracts.chunk_result import ResultFormat, decode_result_rows
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook, sample_pricebook
 from shared.domain.transactions import Transaction
@@ -69,6 +71,7 @@ def make_step(
     results: MemoryBlobContainer | None = None,
     budget: RowBudget | None = None,
     turns: AbstractContextManager[object] | None = None,
+    result_format: ResultFormat = "sqlite",
 ) -> tuple[RatingStep, MemoryBlobContainer, MemoryQueue]:
     payloads = payloads or MemoryBlobContainer("payloads")
     output = MemoryQueue("results")
@@ -82,6 +85,7 @@ def make_step(
         instance_id="test",
         budget=budget or RowBudget(64_000),
         turns=turns,
+        result_format=result_format,
     )
     return step, payloads, output
 
@@ -218,3 +222,30 @@ def test_a_handler_rates_in_its_turn_and_fetches_and_stores_outside_it() -> None
 def test_the_processor_rates_in_turns_as_its_settings_say(turns: bool, tmp_path: Path) -> None:
     settings = Settings(data_dir=tmp_path, processor_rating_turns=turns)
     assert rating_step(settings, open_storage(settings), "test").rates_in_turns is turns
+
+
+@pytest.mark.parametrize(
+    ("result_format", "begins"), [("sqlite", b"SQLite format 3\x00"), ("json", b"{")]
+)
+def test_results_are_written_in_the_format_asked_for(
+    result_format: ResultFormat, begins: bytes
+) -> None:
+    results = MemoryBlobContainer("results")
+    step, payloads, _ = make_step(
+        CountingStates("accepted"), results=results, result_format=result_format
+    )
+
+    step.handle(work_item(payloads, "b-1", 0))
+
+    (blob,) = results.list()
+    data = results.get(blob.name).data
+    assert decompress(data).startswith(begins)
+    assert [row[1] for row in decode_result_rows(data).rows] == ["t-1"]
+
+
+@pytest.mark.parametrize("result_format", ["sqlite", "json"])
+def test_the_processor_writes_the_result_format_its_settings_name(
+    result_format: ResultFormat, tmp_path: Path
+) -> None:
+    settings = Settings(data_dir=tmp_path, result_format=result_format)
+    assert rating_step(settings, open_storage(settings), "test").result_format == result_format
