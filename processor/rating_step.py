@@ -26,7 +26,7 @@ from processor.integer_rater import IntegerRater
 from processor.row_budget import RowBudget
 from shared.contracts.batch_records import BatchState
 from shared.contracts.chunk_payload import decode_chunk_rows
-from shared.contracts.chunk_result import RESULT_ENCODERS, ResultFormat, result_blob_name
+from shared.contracts.chunk_result import ResultFormat, encode_result_rows, result_blob_name
 from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
@@ -88,7 +88,6 @@ class RatingStep:
         self._budget = budget
         self._turns = nullcontext() if turns is None else turns
         self.result_format = result_format
-        self._encode_result = RESULT_ENCODERS[result_format]
         # Once accepted, a batch never goes back: remembering it saves one table read per
         # chunk after the first (bounded: the oldest are forgotten first).
         self._accepted: OrderedDict[str, None] = OrderedDict()
@@ -159,13 +158,14 @@ class RatingStep:
             payload = decode_chunk_rows(data)
             rater = self._rater(item.pricebook_version)
             rows, sums = rater.rate_rows(payload.rows)
-            blob = self._encode_result(
+            blob = encode_result_rows(
                 batch_id=item.batch_id,
                 chunk=item.chunk,
                 currency=rater.pricebook.currency,
                 pricebook_version=item.pricebook_version,
                 rows=rows,
                 subtotals=sums,
+                result_format=self.result_format,
             )
         name = result_blob_name(item.batch_id, item.chunk)
         self._results.put(name, blob)

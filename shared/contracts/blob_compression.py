@@ -60,9 +60,18 @@ def decode_document(
     payload") and, for a value of the wrong type or shape, where (``$.rows[3][4]``).
     """
     try:
-        return decoder.decode(decompress(data))
+        document = decompress(data)
     except BlobCompressionError as exc:
         raise error(f"not a compressed {what}: {exc}") from None
+    return decode_json(document, decoder, error, what)
+
+
+def decode_json(
+    document: bytes, decoder: msgspec.json.Decoder[Document], error: type[ValueError], what: str
+) -> Document:
+    """:func:`decode_document` for a document already decompressed."""
+    try:
+        return decoder.decode(document)
     except msgspec.ValidationError as exc:
         raise error(f"malformed {what}: {exc}") from None
     except msgspec.DecodeError as exc:

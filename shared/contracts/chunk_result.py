@@ -29,7 +29,7 @@ converted row by row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import attrgetter, itemgetter
@@ -38,14 +38,19 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from shared.contracts import result_table
-from shared.contracts.blob_compression import BlobCompressionError, compress, decompress
+from shared.contracts.blob_compression import (
+    BlobCompressionError,
+    compress,
+    decode_json,
+    decompress,
+)
 from shared.contracts.result_table import ResultTableError
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
 from shared.domain.transactions import ID_CHECKSUM_MODULUS, id_checksum_of
 from shared.domain.utc_text import utc_text, utc_text_of
 
 RESULT_VERSION = result_table.TABLE_VERSION
-#: The JSON document's version, still read (and written by :func:`encode_result_json`).
+#: The JSON document's version (``encode_result_rows(..., result_format="json")``).
 JSON_VERSION = 2
 #: A row of the result blob: when the transaction occurred (UTC text), then its charge.
 COLUMNS = result_table.ROW_COLUMNS
@@ -158,6 +163,11 @@ def encode_result(
     )
 
 
+ResultFormat = Literal["sqlite", "json"]
+"""How a processor writes its results (``BILLING_RESULT_FORMAT``): a version 3 image or a
+version 2 JSON document."""
+
+
 def encode_result_rows(
     *,
     batch_id: str,
@@ -166,30 +176,15 @@ def encode_result_rows(
     pricebook_version: str,
     rows: Sequence[Sequence[Any]],
     subtotals: Mapping[str, Sequence[int]],
+    result_format: ResultFormat = "sqlite",
 ) -> bytes:
-    """The result blob's bytes (version 3) from rows in :data:`COLUMNS` order (the integer
-    rater's), with their partial id checksum."""
-    header = result_table.Header(
-        batch_id=batch_id,
-        chunk=chunk,
-        currency=currency,
-        pricebook_version=pricebook_version,
-        id_checksum=id_checksum_of(map(_transaction_id, rows)),
-    )
-    return compress(result_table.write_image(header, rows, subtotals))
-
-
-def encode_result_json(
-    *,
-    batch_id: str,
-    chunk: int,
-    currency: str,
-    pricebook_version: str,
-    rows: Sequence[Sequence[Any]],
-    subtotals: Mapping[str, Sequence[int]],
-) -> bytes:
-    """A version 2 (JSON) result blob: for a PostgreSQL warehouse, whose ``COPY`` takes
-    msgspec's decoded rows faster than rows read out of an image (``BILLING_RESULT_FORMAT``)."""
+    """The result blob's bytes from rows in :data:`COLUMNS` order (the integer rater's),
+    with their partial id checksum: an image (version 3), or for ``json`` the JSON document
+    (version 2) a PostgreSQL warehouse's ``COPY`` takes faster."""
+    id_checksum = id_checksum_of(map(_transaction_id, rows))
+    if result_format == "sqlite":
+        header = result_table.Header(batch_id, chunk, currency, pricebook_version, id_checksum)
+        return compress(result_table.write_image(header, rows, subtotals))
     document = {
         "v": JSON_VERSION,
         "batch_id": batch_id,
@@ -200,17 +195,9 @@ def encode_result_json(
         "rows": rows,
         "subtotal_columns": SUBTOTAL_COLUMNS,
         "subtotals": subtotals,
-        "id_checksum": id_checksum_of(map(_transaction_id, rows)),
+        "id_checksum": id_checksum,
     }
     return compress(_encoder.encode(document))
-
-
-ResultFormat = Literal["sqlite", "json"]
-"""How a processor writes its results (``BILLING_RESULT_FORMAT``)."""
-RESULT_ENCODERS: dict[str, Callable[..., bytes]] = {
-    "sqlite": encode_result_rows,
-    "json": encode_result_json,
-}
 
 
 def decode_result(data: bytes) -> RatedChunk:
@@ -248,12 +235,7 @@ def decode_result_rows(data: bytes) -> RatedRows:
         raise ChunkResultError(f"not a compressed chunk result: {exc}") from None
     if document_bytes.startswith(result_table.MAGIC):
         return _rows_of_table(document_bytes)
-    try:
-        document = _decoder.decode(document_bytes)
-    except msgspec.ValidationError as exc:
-        raise ChunkResultError(f"malformed chunk result: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ChunkResultError(f"not a JSON chunk result: {exc}") from None
+    document = decode_json(document_bytes, _decoder, ChunkResultError, "chunk result")
     expected = COLUMNS if isinstance(document, _Document) else _V1_COLUMNS
     if document.columns != expected:
         raise ChunkResultError(f"unexpected result columns {list(document.columns)!r}")

@@ -18,7 +18,6 @@ from shared.contracts.chunk_result import (
     decode_result,
     decode_result_rows,
     encode_result,
-    encode_result_json,
     encode_result_rows,
 )
 from shared.contracts.result_table import SCHEMA, ResultTable
@@ -49,13 +48,14 @@ def blob() -> bytes:
 def json_blob() -> bytes:
     """The same result as version 2, the previous release's JSON document."""
     rated = decode_result_rows(blob())
-    return encode_result_json(
+    return encode_result_rows(
         batch_id="b",
         chunk=3,
         currency="EUR",
         pricebook_version="v1",
         rows=list(rated.rows),
         subtotals=rated.subtotals,
+        result_format="json",
     )
 
 
@@ -148,8 +148,14 @@ def test_a_version_1_result_of_the_previous_release_is_still_applied() -> None:
 
 def test_json_rows_are_written_as_arrays_under_their_column_names() -> None:
     written = document(
-        encode_result_json(
-            batch_id="b", chunk=0, currency="EUR", pricebook_version="v", rows=[], subtotals={}
+        encode_result_rows(
+            batch_id="b",
+            chunk=0,
+            currency="EUR",
+            pricebook_version="v",
+            rows=[],
+            subtotals={},
+            result_format="json",
         )
     )
     assert written["v"] == 2
