@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -39,18 +42,30 @@ def publish_trigger(
     bus.publish(event.to_text().encode(), {PRIORITY_PROPERTY: "normal", KIND_PROPERTY: "work"})
 
 
+@contextmanager
+def controller_on(
+    bus: EmbeddedTriggerBus, settings: Settings, storage: StorageAccount, **options: Any
+) -> Iterator[ControllerWorker]:
+    """A started controller worker that hears ``bus``; stopped, and the bus closed, after."""
+    bus.ensure_topic()
+    worker = ControllerWorker(settings, storage, bus=bus, **options)
+    worker.start()
+    try:
+        yield worker
+    finally:
+        worker.stop(5)
+        bus.close()
+
+
 def test_a_trigger_wakes_the_controller_out_of_its_back_off(
     settings: Settings, storage: StorageAccount, tmp_path: Path
 ) -> None:
     bus = EmbeddedTriggerBus(tmp_path / "bus", settings.trigger_topic)
-    bus.ensure_topic()
     # After its first empty receive the controller's only thread sleeps at least 30 s.
     config = listener_config(
         settings, backoff_min_idle=30.0, backoff_max_idle=60.0, scaling_rule="0:1"
     )
-    worker = ControllerWorker(settings, storage, listener_config=config, bus=bus)
-    worker.start()
-    try:
+    with controller_on(bus, settings, storage, listener_config=config):
         time.sleep(0.5)  # it has found the output queue empty and gone to sleep
         batch = publish_batch(storage, settings, "b-woken", make_transactions(40), chunk_size=20)
         output = storage.queue(settings.output_queue)
@@ -60,9 +75,6 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
 
         record = wait_until_closed(storage, settings, batch.batch_id, timeout=10)
         assert record.reconciled is True
-    finally:
-        worker.stop(5)
-        bus.close()
 
 
 def test_a_trigger_prepares_the_batch_before_its_first_result_comes(
@@ -70,26 +82,26 @@ def test_a_trigger_prepares_the_batch_before_its_first_result_comes(
 ) -> None:
     # Its warehouse row and an order-id range are what the first result would wait for.
     bus = EmbeddedTriggerBus(tmp_path / "bus", settings.trigger_topic)
-    bus.ensure_topic()
-    worker = ControllerWorker(settings, storage, bus=bus)
-    worker.start()
     engine = make_engine(settings.resolved_warehouse_url)
     try:
-        batch = publish_batch(storage, settings, "b-expected", make_transactions(40), chunk_size=20)
-        assert worker.snapshot().order_id_reservations == 0
-        publish_trigger(bus, storage, batch)
+        with controller_on(bus, settings, storage) as worker:
+            batch = publish_batch(
+                storage, settings, "b-expected", make_transactions(40), chunk_size=20
+            )
+            assert worker.snapshot().order_id_reservations == 0
+            publish_trigger(bus, storage, batch)
 
-        def prepared() -> bool:
-            with engine.connect() as connection:
-                row = connection.scalar(select(Batch.status).where(Batch.batch_id == "b-expected"))
-            return row == "processing" and worker.snapshot().order_id_reservations == 1
+            def prepared() -> bool:
+                with engine.connect() as connection:
+                    row = connection.scalar(
+                        select(Batch.status).where(Batch.batch_id == "b-expected")
+                    )
+                return row == "processing" and worker.snapshot().order_id_reservations == 1
 
-        assert wait_until(prepared, timeout=10)
-        assert worker.snapshot().chunks_applied == 0  # no result was sent
+            assert wait_until(prepared, timeout=10)
+            assert worker.snapshot().chunks_applied == 0  # no result was sent
     finally:
-        worker.stop(5)
         engine.dispose()
-        bus.close()
 
 
 class SlowToSubscribeBus(EmbeddedTriggerBus):
@@ -106,16 +118,10 @@ def test_the_controller_hears_a_trigger_published_right_after_its_start(
     # start() returns once its subscription is open: a trigger published before then would
     # reach nobody, and the batch's results would wait out the back-off.
     bus = SlowToSubscribeBus(tmp_path / "bus", settings.trigger_topic)
-    bus.ensure_topic()
-    worker = ControllerWorker(settings, storage, bus=bus)
-    worker.start()
-    try:
+    with controller_on(bus, settings, storage) as worker:
         batch = publish_batch(storage, settings, "b-early", make_transactions(20), chunk_size=20)
         publish_trigger(bus, storage, batch)
         assert wait_until(lambda: worker.snapshot().order_id_reservations == 1, timeout=10)
-    finally:
-        worker.stop(5)
-        bus.close()
 
 
 def test_the_controller_looks_again_sooner_than_the_shared_back_off(settings: Settings) -> None:
