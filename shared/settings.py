@@ -129,12 +129,14 @@ class Settings(BaseSettings):
     #: an idle processor's full look at every queue, for work whose trigger and work
     #: signal were both lost (a crash between sending work items and the signal)
     quiet_rescan_seconds: float = Field(default=3600.0, gt=0)
-    #: a processor's dequeue thread backing off after a batch asks a queue it found empty
-    #: again only this long after that answer (new work comes with a trigger and the work
-    #: signal; this is for a crashed peer's messages whose lease ran out). The default is
-    #: the back-off cap: a thread asks each empty queue once at the start of its back-off
-    #: and once before it retires, instead of in every one of its ~9 rounds
-    #: (bench/README.md, "empty receives").
+    #: a processor asks a queue it found empty again only this long after that answer,
+    #: whether its threads are busy on other queues or backing off (new work comes with a
+    #: trigger naming the queue and with the work signal; this is for a crashed peer's
+    #: messages whose lease ran out, and work whose trigger was lost). The default is the
+    #: back-off cap: a thread asks each empty queue once at the start of its back-off and
+    #: once before it retires, instead of in every one of its ~9 rounds, and a thread rating
+    #: normal work does not ask the empty high queues between chunks (bench/README.md,
+    #: "empty receives").
     idle_rescan_seconds: float = Field(default=30.0, gt=0)
     #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling).
     #: One thread per process by default: on the 2-core reference machine no thread count

@@ -40,10 +40,11 @@ class ListenerConfig(BaseModel):
     #: None: a depth scan on every safety tick (a request per queue).
     quiet_rescan_seconds: float | None = Field(default=None, gt=0)
     #: for an owner whose new work announces itself (a trigger naming the queues, a work
-    #: signal): a thread backing off asks a queue it found empty again only this long after
-    #: that answer, for messages that come back by themselves (a crashed consumer's lease ran
-    #: out); a message handed back here is looked for when it is due. None: an idle round
-    #: asks every queue whose empty skip is over (the back-off alone spaces them).
+    #: signal): a queue that answered empty is asked again only this long after that answer,
+    #: in busy rounds and idle ones, for messages that come back by themselves (a crashed
+    #: consumer's lease ran out) or came without a trigger; a trigger naming it, or a message
+    #: handed back here coming due, brings it back at once. None: a round asks every queue
+    #: whose empty skip is over (the back-off alone spaces an idle thread's rounds).
     idle_rescan_seconds: float | None = Field(default=None, gt=0)
     #: queue depth → dequeue threads, e.g. "0:1,64:2,512:4" (the scaling rule)
     scaling_rule: str = "0:1"  # measured: see Settings.scaling_rule

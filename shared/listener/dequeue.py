@@ -5,9 +5,8 @@ the first that has any (one request, visibility timeout set), and handle them â€
 on a small per-thread pool, since handlers mostly wait on storage. An empty round means an
 empty-queue back-off; a thread whose back-off reaches the cap asks the listener whether it
 may retire. A thread that had been backing off and finds work tells the listener, which may
-start more threads. The rounds of a thread backing off are *idle* rounds (see the planner's
-``idle_rescan``) until a trigger wakes it; a trigger that comes while a round is under way
-ends the sleep after it at once.
+start more threads. A trigger that comes while a round is under way ends the sleep after it
+at once.
 """
 
 from __future__ import annotations
@@ -71,7 +70,7 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
                 continue
             woken = ctx.wake.generation  # a trigger from here on cuts the back-off short
             try:
-                leases = _receive_round(ctx, idle=idle_count > 0)
+                leases = _receive_round(ctx)
             except Exception:
                 failures += 1
                 ctx.state.error()
@@ -99,9 +98,9 @@ def dequeue_task_main(ctx: DequeueContext) -> bool:
             pool.shutdown(wait=True)
 
 
-def _receive_round(ctx: DequeueContext, *, idle: bool) -> list[Lease]:
+def _receive_round(ctx: DequeueContext) -> list[Lease]:
     """Receive from the first queue of this round's order that has messages."""
-    order = ctx.planner.next_round(idle=idle)
+    order = ctx.planner.next_round()
     for source in order:
         if ctx.stopping.is_set() or not ctx.running.is_set():
             break  # stopped or paused: not one more request, even within a round

@@ -24,9 +24,10 @@ Threads come and go with the work:
   moves; the safety poll then scans only while the last scan saw messages (some may be
   hidden at a crashed instance, or due back later), and otherwise once per
   ``quiet_rescan_seconds``, for work whose trigger and signal were both lost. With
-  ``idle_rescan_seconds`` set too, a dequeue thread backing off leaves the queues it found
-  empty alone for that long instead of asking each again every round: the trigger and the
-  signal announce new work, and what this listener handed back is looked for when due.
+  ``idle_rescan_seconds`` set too, the dequeue threads leave a queue found empty alone for
+  that long instead of asking it again round after round, busy or backing off: the
+  trigger and the signal announce new work, and what this listener handed back is looked
+  for when due.
 """
 
 from __future__ import annotations

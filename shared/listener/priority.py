@@ -18,9 +18,8 @@ of queues and receives from the first one that has messages.
   left out of the next busy rounds, longer the longer it stays empty, never longer than
   ``empty_recheck_max`` seconds; a receive that finds messages there, or a trigger naming it
   (:meth:`forget_empty`), makes it a candidate again at once. With ``idle_rescan`` (an
-  owner whose new work announces itself), a thread whose last round found nothing asks a
-  queue again only that long after its last empty answer, or once a message handed back to
-  it is due (:meth:`expect_back`).
+  owner whose new work announces itself), a queue is asked again only that long after its
+  last empty answer, or once a message handed back to it is due (:meth:`expect_back`).
 """
 
 from __future__ import annotations
@@ -67,13 +66,12 @@ class PriorityPlanner:
     def sources(self) -> list[QueueSource]:
         return [source for level in self._levels for source in level]
 
-    def next_round(self, *, idle: bool = False) -> list[QueueSource]:
-        """The queues to try this round, best first (recently empty ones left out);
-        ``idle``: the thread's last round found nothing, and no trigger came since."""
+    def next_round(self) -> list[QueueSource]:
+        """The queues to try this round, best first (recently empty ones left out)."""
         with self._lock:
             self._round += 1
             number = self._round
-            skipped = self._empty.skipped(self._clock(), idle=idle)
+            skipped = self._empty.skipped(self._clock())
         order: list[QueueSource] = []
         for level, turn in self._level_order(number):
             start = turn % len(level)

@@ -1,6 +1,7 @@
-"""A thread backing off after a batch, in a listener whose new work announces itself
-(``idle_rescan_seconds``), leaves the queues it found empty alone: a trigger, a message it
-handed back coming due, or the rescan interval brings it back to them, not every round."""
+"""A listener whose new work announces itself (``idle_rescan_seconds``) leaves the queues
+it found empty alone, whether its threads back off after a batch or rate one on another
+queue: a trigger, a message it handed back coming due, or the rescan interval brings it
+back to them, not every round."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def receives(sources: list[QueueSource], queues_named: set[str] | None = None) -
     )
 
 
-def test_idle_rounds_leave_an_empty_queue_alone_until_the_rescan(queues: MemoryQueues) -> None:
+def test_an_empty_queue_is_left_alone_until_the_rescan(queues: MemoryQueues) -> None:
     clock = FakeClock()
     high, normal = make_sources(queues, ("high", "normal"))
     planner = PriorityPlanner(
@@ -37,12 +38,48 @@ def test_idle_rounds_leave_an_empty_queue_alone_until_the_rescan(queues: MemoryQ
     planner.mark_empty(normal)
     planner.mark_idle()
     clock.advance(10.0)  # past both doubling skips and their cap, not past the rescan
-    assert names(planner.next_round()) == ["work-high-0", "work-normal-0"]  # a busy round asks
-    assert planner.next_round(idle=True) == []  # an idle one does not
+    assert planner.next_round() == []
     planner.forget_empty(["work-normal-0"])  # a trigger naming normal
-    assert names(planner.next_round(idle=True)) == ["work-normal-0"]
+    assert names(planner.next_round()) == ["work-normal-0"]
     clock.advance(RESCAN - 10.0)
-    assert names(planner.next_round(idle=True)) == ["work-high-0", "work-normal-0"]
+    assert names(planner.next_round()) == ["work-high-0", "work-normal-0"]
+
+
+def test_a_thread_rating_normal_work_does_not_ask_the_empty_high_queue_between_receives(
+    queues: MemoryQueues,
+) -> None:
+    """Busy rounds too: the high queue found empty is asked again at the rescan, or when a
+    trigger names it, not whenever its doubling skip runs out between two receives that
+    found normal work (without the rescan it is asked in one round of two)."""
+    clock = FakeClock()
+    high, normal = make_sources(queues, ("high", "normal"))
+
+    def high_asked(idle_rescan: float | None) -> int:
+        planner = PriorityPlanner(
+            [high, normal],
+            empty_recheck=0.5,
+            empty_recheck_max=8.0,
+            idle_rescan=idle_rescan,
+            clock=clock,
+        )
+        planner.mark_empty(high)
+        asked = 0
+        for _ in range(20):  # twenty receives that found normal work, a second apart
+            clock.advance(1.0)
+            round_ = names(planner.next_round())
+            if "work-high-0" in round_:
+                asked += 1
+                planner.mark_empty(high)
+            planner.mark_found(normal)
+        return asked
+
+    assert high_asked(None) >= 3
+    assert high_asked(RESCAN) == 0
+    planner = PriorityPlanner([high, normal], empty_recheck=0.5, idle_rescan=RESCAN, clock=clock)
+    planner.mark_empty(high)
+    planner.mark_found(normal)
+    planner.forget_empty(["work-high-0"])  # a trigger naming high: asked first, at once
+    assert names(planner.next_round()) == ["work-high-0", "work-normal-0"]
 
 
 def test_a_message_handed_back_is_looked_for_when_it_is_due(queues: MemoryQueues) -> None:
@@ -53,12 +90,12 @@ def test_a_message_handed_back_is_looked_for_when_it_is_due(queues: MemoryQueues
     planner.mark_empty(high)
     planner.mark_empty(normal)
     clock.advance(4.9)
-    assert planner.next_round(idle=True) == []
+    assert planner.next_round() == []
     clock.advance(0.1)
-    assert names(planner.next_round(idle=True)) == ["work-normal-0"]
+    assert names(planner.next_round()) == ["work-normal-0"]
     planner.mark_empty(normal)  # asked once it was due: the expectation is spent
     clock.advance(1.0)
-    assert planner.next_round(idle=True) == []
+    assert planner.next_round() == []
 
 
 def test_without_idle_rescan_idle_rounds_ask_once_the_skip_is_over(queues: MemoryQueues) -> None:
@@ -67,7 +104,7 @@ def test_without_idle_rescan_idle_rounds_ask_once_the_skip_is_over(queues: Memor
     planner = PriorityPlanner([normal], empty_recheck=0.5, clock=clock)
     planner.mark_empty(normal)
     clock.advance(0.5)
-    assert names(planner.next_round(idle=True)) == ["work-normal-0"]
+    assert names(planner.next_round()) == ["work-normal-0"]
 
 
 def back_off_after_a_batch(listener_factory: ListenerFactory, rescan: float | None) -> int:
