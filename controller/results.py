@@ -256,6 +256,7 @@ class ResultHandler:
         if stored is None:
             raise UnknownBatchError(f"batch {batch_id} has no batch record")
         self._rows.ensure(stored.record)
+        self._updates.remember(stored)  # the first progress write needs no read of its own
 
     def _count(self, name: str) -> None:
         with self._lock:

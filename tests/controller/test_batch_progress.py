@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from controller.batch_rows import BatchRow
 from controller.completion import ChunkTally, Settlement
 from controller.progress import BatchRecordUpdates
+from shared import meter
 from shared.contracts.batch_records import BatchRecord, BatchRecords
 from shared.contracts.batch_status import BatchStatus
 from shared.domain.transactions import ControlTotals
@@ -111,3 +112,49 @@ def test_the_outcome_is_copied_from_the_closed_row_and_progress_no_longer_moves_
         True,
     )
     assert (record.chunks_applied, record.chunks_failed, record.failed_chunks) == (4, 0, ())
+
+
+def table_requests(before: dict[str, int]) -> tuple[int, int]:
+    counted = meter.diff(meter.snapshot(), before)
+    return counted.get("table.read", 0), counted.get("table.write", 0)
+
+
+def test_progress_writes_go_against_the_record_the_controller_holds_without_reading_it(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    records.create(accepted("b-held"))
+    updates = BatchRecordUpdates(records)
+    stored = records.find("b-held")  # as the controller reads it when the trigger comes
+    assert stored is not None
+    updates.remember(stored)
+
+    before = meter.snapshot()
+    for applied in (1, 2, 3):
+        updates.progress(settlement("b-held", applied=applied))
+
+    assert table_requests(before) == (0, 3)
+    stored = records.find("b-held")
+    assert stored is not None
+    assert (stored.record.status, stored.record.chunks_applied) == (BatchStatus.PROCESSING, 3)
+
+
+def test_a_record_written_by_another_controller_meanwhile_is_read_again_not_overwritten(
+    settings: Settings, storage: StorageAccount
+) -> None:
+    records = BatchRecords(storage.table(settings.batches_table))
+    records.create(accepted("b-two"))
+    mine, theirs = BatchRecordUpdates(records), BatchRecordUpdates(records)
+    mine.progress(settlement("b-two", applied=1))  # read once, then held
+    theirs.progress(settlement("b-two", applied=3))  # my held ETag is stale now
+
+    before = meter.snapshot()
+    mine.progress(settlement("b-two", applied=2))  # 412, read: 3 is further along
+    assert table_requests(before) == (1, 1)  # the refused write, the read; nothing after
+    before = meter.snapshot()
+    mine.progress(settlement("b-two", applied=4))  # against the record just read
+    assert table_requests(before) == (0, 1)
+
+    stored = records.find("b-two")
+    assert stored is not None
+    assert stored.record.chunks_applied == 4
