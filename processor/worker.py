@@ -76,13 +76,15 @@ HEARTBEAT_BUSY_SECONDS = 10.0
 
 def processor_listener_config(settings: Settings, **overrides: Any) -> ListenerConfig:
     """The work queues' listener settings: the shared ones, plus what a processor can rely
-    on because its new work announces itself (trigger and work signal), with ``overrides``
-    (:class:`~shared.listener.ListenerConfig` fields) on top."""
+    on because its new work announces itself (trigger and work signal) and its own receive
+    size (``BILLING_PROCESSOR_DEQUEUE_BATCH_SIZE``: work items are whole chunks), with
+    ``overrides`` (:class:`~shared.listener.ListenerConfig` fields) on top."""
     return listener_config(
         settings,
         **{
             "quiet_rescan_seconds": settings.quiet_rescan_seconds,
             "idle_rescan_seconds": settings.idle_rescan_seconds,
+            "batch_size": settings.processor_dequeue_batch_size,
             **overrides,
         },
     )

@@ -118,6 +118,12 @@ class Settings(BaseSettings):
 
     # --- listeners --------------------------------------------------------------------
     dequeue_batch_size: int = Field(default=32, ge=1, le=32)
+    #: A processor's receives take at most this many work items: one to rate while the
+    #: next one's payload downloads. A chunk takes a tenth of a second or more to rate, so
+    #: items taken beyond that only wait in this process while another one idles: with 32
+    #: the two processes of the 200,000-transaction demo finished 0.1-0.23 s apart, with
+    #: 1 or 2 within 0.07 s (bench/README.md, "Issue 12, session 18").
+    processor_dequeue_batch_size: int = Field(default=2, ge=1, le=32)
     visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
     max_dequeue_count: int = Field(default=5, ge=1)
     backoff_delta_ms: int = Field(default=100, ge=1)
