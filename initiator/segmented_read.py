@@ -217,10 +217,9 @@ class _SegmentedRead:
         False if not clean."""
         if checked is None:
             return False
-        add = self._duplicates.add
-        for transaction_id, line in zip(checked.transaction_ids, checked.lines, strict=True):
-            if add(transaction_id, line):
-                return False
+        # a helper found the segment's own ids distinct
+        if not self._duplicates.add_distinct(checked.transaction_ids, checked.lines):
+            return False
         self._blank_lines += _line_count(cut.data) - checked.transactions
         if self._blank_lines > MAX_BLANK_LINES:
             return False

@@ -114,6 +114,23 @@ class DuplicateDetector(Closing):
             self._spill(first_lines, line + 1)
         return ()
 
+    def add_distinct(self, transaction_ids: Sequence[str], lines: Sequence[int]) -> bool:
+        """Record a run of ids, no two of them equal, seen on ``lines`` (increasing, after
+        every earlier call's); False if one of them was seen before.
+
+        For a caller that only needs to know *whether* there is a repeat (the segmented
+        read, which reads the file again serially to name it): in memory the run goes in
+        with one dict update in C instead of a call per id, which on the intake's own
+        thread cost ~0.3 µs an id. After False the first lines kept are no longer exact
+        (the repeat's first line was replaced): close the detector.
+        """
+        first_lines = self._first_lines
+        if first_lines is None or len(first_lines) + len(transaction_ids) > self._memory_limit:
+            return not any(map(self.add, transaction_ids, lines))  # the spill starts here
+        before = len(first_lines)
+        first_lines.update(zip(transaction_ids, lines, strict=True))
+        return len(first_lines) == before + len(transaction_ids)
+
     def finish(self, limit: int | None = None) -> list[Duplicate]:
         """Check every id not checked yet; the first ``limit`` new duplicates by line.
 

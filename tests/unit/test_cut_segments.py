@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import random
 from itertools import chain, repeat
 
 import pytest
 
 from initiator.intake.lines import MAX_LINE_BYTES
-from initiator.intake.segments import Cut, NotSegmentable, cut_segments
+from initiator.intake.segments import Cut, NotSegmentable, cut_segments, nth_line_feed
 
 
 def _file(lines: int, *, final_newline: bool = True) -> bytes:
@@ -62,3 +63,12 @@ def test_segments_no_smaller_than_the_chunks_cut_one_run_per_chunk() -> None:
 def test_a_line_longer_than_the_reader_allows_is_left_to_the_serial_reader() -> None:
     with pytest.raises(NotSegmentable):
         list(cut_segments([b"x" * (MAX_LINE_BYTES + 1)], repeat(10), most_lines=4))
+
+
+@pytest.mark.parametrize("spread", [0, 5, 400], ids=["even", "ragged", "wild"])
+def test_the_nth_line_feed_is_found_however_long_the_lines_are(spread: int) -> None:
+    """Counted from a guess, it is the line feed a find per line reaches, for every n."""
+    rng = random.Random(spread)
+    data = bytearray(b"".join(b"x" * rng.randint(0, spread) + b"\n" for _ in range(300)) + b"tail")
+    ends = [index for index, byte in enumerate(data) if byte == ord("\n")]
+    assert [nth_line_feed(data, n, len(ends)) for n in range(1, len(ends) + 1)] == ends

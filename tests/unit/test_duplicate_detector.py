@@ -130,3 +130,24 @@ def test_ids_with_line_feeds_are_refused_once_spilled(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="line feeds"):
         detect(detector, ["ok", "bad\nid"])
     detector.close()
+
+
+def test_a_run_of_distinct_ids_goes_in_at_once_and_a_repeat_of_an_earlier_run_is_told() -> None:
+    detector = DuplicateDetector()
+    assert detector.add_distinct(["a", "b", "c"], [1, 2, 3]) is True
+    assert detector.add_distinct(["d", "e"], [4, 5]) is True
+    assert detector.add_distinct(["f", "b", "g"], [6, 7, 8]) is False  # b was on line 2
+    assert not detector.spilled
+
+
+def test_runs_past_the_memory_limit_spill_and_their_repeats_are_found_at_the_finish(
+    tmp_path: Path,
+) -> None:
+    ids = [f"id-{n}" for n in range(1_000)]
+    ids[900] = ids[10]  # a repeat of an id kept in memory, in a run after the spill
+    runs = [range(start, start + 100) for start in range(0, 1_000, 100)]
+    with DuplicateDetector(memory_limit=250, partitions=4, temp_dir=tmp_path) as detector:
+        for run in runs:
+            assert detector.add_distinct([ids[n] for n in run], [n + 1 for n in run]) is True
+        assert detector.spilled
+        assert detector.finish() == [Duplicate(ids[10], 901, 11)]
