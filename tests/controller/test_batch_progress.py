@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from controller.batch_rows import BatchRow
 from controller.completion import ChunkTally, Settlement
 from controller.progress import BatchRecordUpdates
@@ -37,10 +39,21 @@ def settlement(batch_id: str, applied: int, failed: tuple[int, ...] = ()) -> Set
     return Settlement(batch_id, ChunkTally(4, applied, failed), row)
 
 
+@pytest.fixture
+def records(settings: Settings, storage: StorageAccount) -> BatchRecords:
+    return BatchRecords(storage.table(settings.batches_table))
+
+
+def record_of(records: BatchRecords, batch_id: str) -> BatchRecord:
+    """The batch's record as the table holds it now."""
+    stored = records.find(batch_id)
+    assert stored is not None
+    return stored.record
+
+
 def test_the_controllers_fields_round_trip_through_the_table(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     closed = accepted("b-round").model_copy(
         update={
             "status": BatchStatus.FAILED,
@@ -54,46 +67,37 @@ def test_the_controllers_fields_round_trip_through_the_table(
     )
 
     records.create(closed)
-    stored = records.find("b-round")
 
-    assert stored is not None
-    assert stored.record == closed
+    assert record_of(records, "b-round") == closed
 
 
 def test_a_record_written_before_the_controller_reads_with_empty_outcome(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     records.create(accepted("b-fresh"))
 
-    stored = records.find("b-fresh")
-
-    assert stored is not None
-    record = stored.record
+    record = record_of(records, "b-fresh")
     assert (record.completed_at, record.warehouse_totals, record.reconciled) == (None, None, None)
     assert record.failed_chunks == ()
 
 
 def test_progress_moves_forward_only_and_marks_the_batch_processing(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     records.create(accepted("b-progress"))
     updates = BatchRecordUpdates(records)
 
     updates.progress(settlement("b-progress", applied=3, failed=(2,)))
     updates.progress(settlement("b-progress", applied=1))  # a slower thread's older tally
 
-    stored = records.find("b-progress")
-    assert stored is not None
-    assert stored.record.status is BatchStatus.PROCESSING
-    assert (stored.record.chunks_applied, stored.record.chunks_failed) == (3, 1)
+    record = record_of(records, "b-progress")
+    assert record.status is BatchStatus.PROCESSING
+    assert (record.chunks_applied, record.chunks_failed) == (3, 1)
 
 
 def test_the_outcome_is_copied_from_the_closed_row_and_progress_no_longer_moves_it(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     records.create(accepted("b-outcome"))
     updates = BatchRecordUpdates(records)
     completed_at = datetime(2025, 6, 1, 12, 0, 2, tzinfo=UTC)
@@ -102,9 +106,7 @@ def test_the_outcome_is_copied_from_the_closed_row_and_progress_no_longer_moves_
     updates.apply(Settlement("b-outcome", ChunkTally(4, 4, ()), row, closed_now=True))
     updates.progress(settlement("b-outcome", applied=2))
 
-    stored = records.find("b-outcome")
-    assert stored is not None
-    record = stored.record
+    record = record_of(records, "b-outcome")
     assert record.status is BatchStatus.COMPLETED
     assert (record.completed_at, record.warehouse_totals, record.reconciled) == (
         completed_at,
@@ -120,9 +122,8 @@ def table_requests(before: dict[str, int]) -> tuple[int, int]:
 
 
 def test_progress_writes_go_against_the_record_the_controller_holds_without_reading_it(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     records.create(accepted("b-held"))
     updates = BatchRecordUpdates(records)
     stored = records.find("b-held")  # as the controller reads it when the trigger comes
@@ -134,15 +135,13 @@ def test_progress_writes_go_against_the_record_the_controller_holds_without_read
         updates.progress(settlement("b-held", applied=applied))
 
     assert table_requests(before) == (0, 3)
-    stored = records.find("b-held")
-    assert stored is not None
-    assert (stored.record.status, stored.record.chunks_applied) == (BatchStatus.PROCESSING, 3)
+    record = record_of(records, "b-held")
+    assert (record.status, record.chunks_applied) == (BatchStatus.PROCESSING, 3)
 
 
 def test_a_record_written_by_another_controller_meanwhile_is_read_again_not_overwritten(
-    settings: Settings, storage: StorageAccount
+    records: BatchRecords,
 ) -> None:
-    records = BatchRecords(storage.table(settings.batches_table))
     records.create(accepted("b-two"))
     mine, theirs = BatchRecordUpdates(records), BatchRecordUpdates(records)
     mine.progress(settlement("b-two", applied=1))  # read once, then held
@@ -155,6 +154,4 @@ def test_a_record_written_by_another_controller_meanwhile_is_read_again_not_over
     mine.progress(settlement("b-two", applied=4))  # against the record just read
     assert table_requests(before) == (0, 1)
 
-    stored = records.find("b-two")
-    assert stored is not None
-    assert stored.record.chunks_applied == 4
+    assert record_of(records, "b-two").chunks_applied == 4
