@@ -4,7 +4,10 @@ Why SQLite in WAL mode: readers never block the writer and the writer never bloc
 and a write transaction is a few tens of microseconds, so several processes can share one
 queue without a server. The rules that make it safe:
 
-* one connection per thread (and per process: a connection must not cross a ``fork``);
+* one connection per thread (and per process: a connection must not cross a ``fork``),
+  closed when its thread ends: roles start short-lived thread pools (one per published
+  batch, for instance), and a connection outliving its thread would hold its file
+  descriptors for the life of the process;
 * a busy timeout, so a writer waits for the lock instead of failing;
 * ``BEGIN IMMEDIATE`` for every read-modify-write (:meth:`Database.transaction`): it takes
   the write lock *before* reading, so two processes cannot both read the same state and
@@ -22,6 +25,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,18 +41,23 @@ class Database:
         self.path = path
         self._schema = schema
         self._local = threading.local()
-        self._lock = threading.Lock()
-        self._connections: list[sqlite3.Connection] = []
+        # Re-entrant: a finalizer may run wherever the interpreter frees a slot.
+        self._lock = threading.RLock()
+        self._open: set[sqlite3.Connection] = set()
         self._schema_ready = False
         path.parent.mkdir(parents=True, exist_ok=True)
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection (autocommit: each statement is its own transaction)."""
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
+        held: _ThreadConnection | None = getattr(self._local, "held", None)
+        if held is not None and held.pid == os.getpid():
+            return held.conn
         conn = self._connect()
-        self._local.conn, self._local.pid = conn, os.getpid()
+        held = _ThreadConnection(conn)
+        # The thread-local slot is the only reference to ``held``: when the thread ends,
+        # Python drops it and the finalizer closes the connection.
+        weakref.finalize(held, _close_and_forget, conn, held.pid, self._open, self._lock)
+        self._local.held = held
         return conn
 
     @contextmanager
@@ -66,10 +75,18 @@ class Database:
     def close(self) -> None:
         """Close every connection this object opened, in whichever thread."""
         with self._lock:
-            for conn in self._connections:
-                conn.close()
-            self._connections.clear()
-            self._local = threading.local()
+            connections = list(self._open)
+            self._open.clear()
+            # Dropping the old slots runs this thread's finalizer, which takes the lock.
+            retired, self._local = self._local, threading.local()
+        for conn in connections:
+            conn.close()
+        del retired
+
+    def open_connections(self) -> int:
+        """How many connections are open now (one per live thread that used the file)."""
+        with self._lock:
+            return len(self._open)
 
     def _connect(self) -> sqlite3.Connection:
         # check_same_thread=False only so that close() may run in another thread; each
@@ -86,8 +103,32 @@ class Database:
             if not self._schema_ready:
                 conn.executescript(self._schema)
                 self._schema_ready = True
-            self._connections.append(conn)
+            self._open.add(conn)
         return conn
+
+
+class _ThreadConnection:
+    """One thread's connection, owned by that thread's ``threading.local`` slot."""
+
+    __slots__ = ("__weakref__", "conn", "pid")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.pid = os.getpid()
+
+
+def _close_and_forget(
+    conn: sqlite3.Connection, pid: int, open_set: set[sqlite3.Connection], lock: threading.RLock
+) -> None:
+    """Close a connection whose thread has ended (or whose database was closed).
+
+    A child process inherits its parent's connections with ``fork`` and must not close them
+    (SQLite could take the parent's WAL for its own last user): it only forgets them.
+    """
+    with lock:
+        open_set.discard(conn)
+    if os.getpid() == pid:
+        conn.close()
 
 
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
