@@ -33,6 +33,16 @@ def listener_probe(worker: ControllerWorker) -> Probe:
     return probe
 
 
+def warehouse_probe(worker: ControllerWorker) -> Probe:
+    """Ready while the warehouse answers: paused for an outage, the controller applies
+    nothing (and a restart would not bring the database back, so liveness says well)."""
+
+    def probe() -> str | None:
+        return "the warehouse is unreachable" if worker.warehouse_unreachable else None
+
+    return probe
+
+
 def run_controller(settings: Settings, health: RoleHealth) -> None:
     """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` in
     ``health`` meanwhile."""
@@ -42,7 +52,7 @@ def run_controller(settings: Settings, health: RoleHealth) -> None:
     def start() -> None:
         ensure_resources(settings, deployment.storage, deployment.bus)
         deployment.start(worker)
-        health.register(listener_probe(worker))
+        health.register(listener_probe(worker), ready_probe=warehouse_probe(worker))
 
     def stop() -> None:
         health.withdraw()

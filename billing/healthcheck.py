@@ -4,7 +4,7 @@ A command of its own, not a ``billing`` subcommand: a health check runs every fe
 every container, and importing the whole ``billing`` command costs about a CPU-second where
 this costs a third of one. One image runs every role, so one command answers for each:
 
-* ``--url URL``: an HTTP check (the initiator's ``/healthz``);
+* ``--url URL``: an HTTP check (compose asks the initiator's ``/readyz``);
 * ``--servicebus``: an AMQP check of the Service Bus namespace in the settings (the
   emulator's image has no shell, so compose probes it from another container);
 * otherwise the liveness file (``BILLING_LIVENESS_FILE``) that the processor and the

@@ -37,8 +37,10 @@ from initiator.routes import (
     pricebook,
 )
 from initiator.static_assets import AssetFiles
+from initiator.storage_health import StorageSuccesses
 from shared import meter
 from shared.bus.ports import TriggerBus
+from shared.outage import OutageClock
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
@@ -74,7 +76,8 @@ def create_app(
             await anyio.to_thread.run_sync(services.close)
             meter.export_now()
 
-    # The OpenAPI document is served below, behind the API key like every route but /healthz.
+    # The OpenAPI document is served below, behind the API key like every route but
+    # the probes (/healthz, /readyz).
     app = FastAPI(
         title="Billing initiator",
         version="0.1.0",
@@ -87,6 +90,8 @@ def create_app(
     api_metrics = ApiMetrics.create(lambda: getattr(app.state, "readings", None))
     app.state.metrics = api_metrics
     app.add_middleware(HttpMetricsMiddleware, metrics=api_metrics.http)
+    app.state.storage_outage = OutageClock("storage")
+    app.add_middleware(StorageSuccesses)
     register_error_handlers(app)
     app.include_router(health.router)
     app.include_router(batches.router)

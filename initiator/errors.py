@@ -82,6 +82,7 @@ async def _no_pricebook(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
     log.error("storage failure on %s %s", request.method, request.url.path, exc_info=exc)
+    request.app.state.storage_outage.failed(exc)
     # True of an intake since the publisher settles every failure by reading the record
     # back (initiator.publishing.outcome); when it cannot, the answer is "outcome unknown".
     accepting = request.method == "POST" and request.url.path == "/batches"

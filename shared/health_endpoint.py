@@ -1,4 +1,5 @@
-"""``GET /healthz`` for a worker role, so that a container platform can probe it.
+"""``GET /healthz`` (liveness) and ``GET /readyz`` (readiness) for a worker role, so that a
+container platform can probe it.
 
 The initiator answers probes on its API port. The processor and the controller serve no
 HTTP, and Container Apps probes speak HTTP or TCP only, so with ``BILLING_HEALTH_PORT`` set
@@ -10,6 +11,10 @@ also gates the liveness file), on a daemon thread that stops with the process:
   controller's listener stopped), and ``503 stopping`` once the role stops;
 * ``200 starting`` before the role has registered its probe (see :func:`answer`);
 * ``404`` for any other path.
+
+``/readyz`` answers from :meth:`~shared.role_health.RoleHealth.readiness`: ``503`` also while
+the role cannot work for a reason a restart would not cure (the controller's warehouse
+unreachable) and while it is starting.
 
 The endpoint starts before the role waits for its dependencies. Probes come every few
 seconds: each asks the probe once and writes no log line.
@@ -30,6 +35,7 @@ from shared.role_health import RoleHealth, Status
 log = logging.getLogger(__name__)
 
 HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
 
 
 def answer(status: Status) -> HTTPStatus:
@@ -39,8 +45,7 @@ def answer(status: Status) -> HTTPStatus:
     (300 s by default) for its dependencies, then exit naming the one that never came,
     whereas the liveness probe in ``infra/modules/app.bicep`` (10 s initial delay, every
     30 s, 3 failures) would restart a replica that failed it after about 100 s — into the
-    same wait, with no such message. Readiness shares the path: the workers take no
-    traffic, so it only tells the platform the revision has started.
+    same wait, with no such message. Readiness (:data:`READY_PATH`) is stricter.
     """
     if status.state in ("well", "starting"):
         return HTTPStatus.OK
@@ -59,9 +64,14 @@ class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
     def do_GET(self) -> None:
-        if self.path.split("?", 1)[0] == HEALTH_PATH:
+        path = self.path.split("?", 1)[0]
+        if path == HEALTH_PATH:
             status = self.server.health.status()
             code, body = answer(status), f"{status.reason}\n"
+        elif path == READY_PATH:
+            status = self.server.health.readiness()
+            ok = HTTPStatus.OK if status.well else HTTPStatus.SERVICE_UNAVAILABLE
+            code, body = ok, f"{status.reason}\n"
         else:
             code, body = HTTPStatus.NOT_FOUND, "not found\n"
         encoded = body.encode()

@@ -89,8 +89,9 @@ var probes = [
     failureThreshold: 3
   }
   {
+    // Stricter than liveness: storage or the warehouse out, or few descriptors to spare.
     type: 'Readiness'
-    httpGet: { path: '/healthz', port: healthPort }
+    httpGet: { path: '/readyz', port: healthPort }
     initialDelaySeconds: 3
     periodSeconds: 10
     failureThreshold: 3

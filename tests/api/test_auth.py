@@ -1,4 +1,5 @@
-"""Every route but /healthz needs ``Authorization: Bearer <key>``; no key, no start."""
+"""Every route but the probes (/healthz, /readyz) needs ``Authorization: Bearer <key>``;
+no key, no start."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ def test_every_route_behind_the_key_documents_its_401_as_a_problem(
         assert "401" in operation["responses"], name
         assert schema_ref(operation["responses"]["401"]) == PROBLEM_REF, name
     public = {name for name, op in operations(document) if not op.get("security")}
-    assert public == {"GET /healthz"}
+    assert public == {"GET /healthz", "GET /readyz"}
 
 
 def test_every_422_is_documented_as_a_problem_not_as_fastapis_model(

@@ -77,11 +77,12 @@ def test_each_service_is_an_app_that_keeps_its_running_image() -> None:
     assert "image: placeholder ? placeholderImage : runningImage" in app
 
 
-def test_every_app_has_liveness_and_readiness_probes_on_its_health_path() -> None:
+def test_every_app_has_liveness_and_readiness_probes_on_their_own_paths() -> None:
     app = BicepFile.parse(INFRA_DIR / "modules" / "app.bicep")
     probes = Evaluator(app, {"healthPort": 8000}).value(app.variables["probes"]["value"])
     assert {p["type"] for p in probes} == {"Liveness", "Readiness"}
-    assert {p["httpGet"]["path"] for p in probes} == {"/healthz"}
+    paths = {p["type"]: p["httpGet"]["path"] for p in probes}
+    assert paths == {"Liveness": "/healthz", "Readiness": "/readyz"}
     (container,) = unwrap(app.resources["app"]["config"])[0]["properties"]["template"]["containers"]
     assert container["probes"]["operator"]["operands"]["false_value"] == "probes"
 

@@ -3,12 +3,14 @@ role's health (starting, well, unwell with the reason, stopping)."""
 
 from __future__ import annotations
 
+import resource
 import threading
 
 import httpx
 import pytest
 
 from billing.demo.cluster import free_port
+from shared.descriptors import open_descriptors
 from shared.health_endpoint import HealthEndpoint, health_endpoint
 from shared.role_health import RoleHealth
 
@@ -44,3 +46,40 @@ def test_it_answers_from_the_roles_health_and_nothing_else_until_closed() -> Non
 def test_without_a_port_there_is_no_endpoint() -> None:
     with health_endpoint(None, RoleHealth()) as endpoint:
         assert endpoint is None
+
+
+def test_readyz_is_stricter_than_healthz() -> None:
+    port = free_port()
+    health = RoleHealth()
+    warehouse_up = threading.Event()
+    with HealthEndpoint(port, health, host="127.0.0.1"):
+        starting = _get(port, "/readyz")
+        health.register(
+            lambda: None,
+            ready_probe=lambda: None if warehouse_up.is_set() else "the warehouse is unreachable",
+        )
+        outage = (_get(port, "/healthz"), _get(port, "/readyz"))
+        warehouse_up.set()
+        ready = _get(port, "/readyz")
+    assert starting == (503, "starting\n")  # not to be killed, but not ready either
+    assert outage == ((200, "ok\n"), (503, "the warehouse is unreachable\n"))
+    assert ready == (200, "ok\n")
+
+
+def test_a_process_nearly_out_of_descriptors_is_not_live() -> None:
+    port = free_port()
+    health = RoleHealth()
+    health.register(lambda: None)
+    with HealthEndpoint(port, health, host="127.0.0.1"):
+        before = _get(port)
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_descriptors(), hard))
+        try:
+            status = health.status()  # asked here: the endpoint needs a descriptor to answer
+        finally:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+        after = _get(port)
+    assert before == (200, "ok\n")
+    assert status.state == "unwell"
+    assert "file descriptors" in status.reason
+    assert after == (200, "ok\n")

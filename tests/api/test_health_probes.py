@@ -1,0 +1,84 @@
+"""``/healthz`` (liveness) and ``/readyz`` (readiness) tell the truth about the initiator.
+
+Liveness fails only where a restart helps (the process has nearly run out of descriptors);
+readiness also fails while storage has failed every request for longer than its retries
+take, and comes back with the first request that reaches storage again.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from azure.core.exceptions import ServiceResponseError
+
+from shared.descriptors import open_descriptors
+from shared.outage import OutageClock
+from shared.settings import Settings
+from tests.api.batch_files import csv_file, rows
+from tests.api.harness import CSV, Api, started_api
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def backend() -> str:
+    """What is probed does not depend on the storage backend."""
+    return "embedded"
+
+
+@contextmanager
+def descriptor_limit(soft: int) -> Iterator[None]:
+    """This process's soft ``ulimit -n`` lowered to ``soft`` for the block."""
+    old_soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (old_soft, hard))
+
+
+async def test_both_probes_answer_ok_and_need_no_key(api: Api) -> None:
+    for path in ("/healthz", "/readyz"):
+        response = await api.client.get(path)
+        assert (response.status_code, response.json()) == (200, {"status": "ok"}), path
+
+
+async def test_nearly_out_of_descriptors_is_neither_live_nor_ready(api: Api) -> None:
+    with descriptor_limit(open_descriptors()):
+        live = await api.client.get("/healthz")
+        ready = await api.client.get("/readyz")
+    assert live.status_code == 503
+    assert "file descriptors" in live.json()["reason"]
+    assert ready.status_code == 503
+    assert (await api.client.get("/healthz")).status_code == 200
+
+
+async def test_a_storage_outage_makes_it_unready_until_storage_answers(settings: Settings) -> None:
+    failing = True
+
+    def storage_down(step: str) -> None:
+        if failing and step == "work_item_sent":
+            raise ServiceResponseError("injected: connection refused")
+
+    async with started_api(settings, fault=storage_down) as api:
+        # Any failure at all counts: the window is what a test cannot wait for.
+        api.app.state.storage_outage = OutageClock("storage", after_seconds=0.0)
+        assert (await api.client.get("/readyz")).status_code == 200
+        body = csv_file(rows(3))
+
+        refused = await api.client.post("/batches", content=body, headers=CSV)
+        unready = await api.client.get("/readyz")
+        live = await api.client.get("/healthz")
+        failing = False
+        accepted = await api.client.post("/batches", content=body, headers=CSV)
+        ready = await api.client.get("/readyz")
+
+    assert refused.status_code == 503
+    assert unready.status_code == 503
+    assert unready.json()["reason"].startswith("storage failing for")
+    assert live.status_code == 200  # a restart would not bring storage back
+    assert accepted.status_code == 202
+    assert ready.status_code == 200
