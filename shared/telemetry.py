@@ -7,6 +7,7 @@ import logging
 import os
 
 from shared import meter, otel_metrics
+from shared.log_throttle import RepeatThrottle
 from shared.telemetry_export import configure_export
 
 NOISY_LOGGERS = ("azure", "uamqp", "urllib3", "httpx", "uvicorn.access")
@@ -48,6 +49,7 @@ def configure_logging(level: str = "INFO") -> None:
         handler = logging.StreamHandler()
         handler.set_name(STDERR_HANDLER)
         handler.setFormatter(log_formatter(traced=export != "none"))
+        handler.addFilter(RepeatThrottle())  # an error in a tight loop must not fill the disk
         root.addHandler(handler)
     for name in NOISY_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
