@@ -190,5 +190,6 @@ def test_cost_reads_the_running_initiators_live_figures(server: str) -> None:
 def test_cost_with_a_wrong_key_says_what_answered(server: str) -> None:
     result = runner.invoke(cli, ["cost", "--live", "--url", server, "--api-key", "wrong"])
 
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # reached, and refused
     assert "/dashboard/live answered 401" in result.output
+    assert "pass --api-key or set BILLING_API_KEY" in result.output
