@@ -9,6 +9,7 @@ the commands themselves only raise.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -60,6 +61,9 @@ def describe(error: Exception) -> tuple[str, int] | None:
     azure = _azure_failure(error)
     if azure is not None:
         return azure
+    warehouse = _warehouse_failure(error)
+    if warehouse is not None:
+        return warehouse
     from pydantic import ValidationError
 
     if isinstance(error, ValidationError) and error.title == "Settings":
@@ -134,6 +138,28 @@ def _azure_failure(error: Exception) -> tuple[str, int] | None:
     if isinstance(error, HttpResponseError):
         return f"the {describe_store()} answered: {_first_line(error)}", REFUSED
     return None
+
+
+def _warehouse_failure(error: Exception) -> tuple[str, int] | None:
+    if "sqlalchemy" not in sys.modules:  # only a command that used the warehouse can fail so
+        return None
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
+    from shared.settings import Settings
+
+    if not isinstance(error, OperationalError | ArgumentError):
+        return None
+    try:
+        url = make_url(Settings().resolved_warehouse_url).render_as_string(hide_password=True)
+    except ArgumentError:
+        url = "BILLING_WAREHOUSE_URL"
+    hint = "is the database running? " if isinstance(error, OperationalError) else ""
+    return (
+        f"cannot use the warehouse at {url}: {_first_line(error)}; {hint}check "
+        "BILLING_WAREHOUSE_URL",
+        UNREACHABLE,
+    )
 
 
 def _bad_settings(error: Any) -> str:

@@ -128,6 +128,17 @@ def test_submit_prints_the_batch_id(server: str, tmp_path: Path) -> None:
     )
 
 
+def test_submit_takes_a_gzip_file_named_csv(server: str, tmp_path: Path) -> None:
+    # Sent as text/csv without Content-Encoding: the intake recognises the gzip body.
+    path = tmp_path / "batch.csv"
+    path.write_bytes(gzip.compress(csv_file(rows(12))))
+
+    result = runner.invoke(cli, ["submit", str(path), "--url", server, "--api-key", API_KEY])
+
+    assert result.exit_code == 0, result.output
+    assert "12 transactions" in result.stderr
+
+
 def test_submit_shows_the_problems_of_a_rejected_file(server: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(csv_file([row(0), row(1, quantity="0")]))

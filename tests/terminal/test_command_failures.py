@@ -137,3 +137,17 @@ def test_the_help_names_the_variables_the_url_and_key_come_from(tmp_path: Path) 
 
     for variable in ("BILLING_URL", "BILLING_HOST", "BILLING_PORT", "BILLING_API_KEY"):
         assert variable in done.stdout
+
+
+def test_warehouse_upgrade_without_its_database_names_it_without_the_password(
+    tmp_path: Path,
+) -> None:
+    url = f"postgresql+psycopg://billing:s3cret@127.0.0.1:{free_port()}/billing"
+
+    done = run(["warehouse", "upgrade"], clean_env(BILLING_WAREHOUSE_URL=url), tmp_path)
+
+    assert done.returncode == 2, done.stderr
+    error = the_error(done, "warehouse")
+    assert "cannot use the warehouse at postgresql+psycopg://billing:***@127.0.0.1" in error
+    assert "s3cret" not in done.stderr
+    assert "BILLING_WAREHOUSE_URL" in error
