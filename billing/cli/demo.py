@@ -14,9 +14,9 @@ from rich.status import Status
 from rich.table import Table
 
 from billing.cli.console import make_console
+from billing.cli.reports import invoice_table
 from billing.demo.scenario import Backend, DemoResult, run_demo
 from shared import meter
-from shared.domain.money import format_minor_units, minor_exponent
 
 console = make_console()
 #: Written in the demo's folder: ``source`` it to point the commands at the running demo.
@@ -107,18 +107,7 @@ def _report(result: DemoResult) -> None:
     verdict = "[green]reconciled[/]" if result.reconciled else "[red]NOT reconciled[/]"
     console.print(f"result: {verdict}")
 
-    page = result.invoices
-    invoices = Table(title=f"Top invoices (of {page['total_invoices']:,})")
-    for column in ("customer_id", "lines", "net", "tax", "total"):
-        invoices.add_column(column, justify="left" if column == "customer_id" else "right")
-    for invoice in page["invoices"]:
-        exponent = minor_exponent(invoice["currency"])
-        invoices.add_row(
-            invoice["customer_id"],
-            f"{invoice['lines']:,}",
-            *(format_minor_units(invoice[k], exponent) for k in ("net", "tax", "total")),
-        )
-    console.print(invoices)
+    console.print(invoice_table(console, result.invoices))  # as billing invoices shows them
 
     requests = result.storage_requests
     per_thousand = meter.total(requests) * 1000 / result.transactions
