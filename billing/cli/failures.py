@@ -64,6 +64,9 @@ def describe(error: Exception) -> tuple[str, int] | None:
     warehouse = _warehouse_failure(error)
     if warehouse is not None:
         return warehouse
+    demo = _demo_failure(error)
+    if demo is not None:
+        return demo
     from pydantic import ValidationError
 
     if isinstance(error, ValidationError) and error.title == "Settings":
@@ -160,6 +163,20 @@ def _warehouse_failure(error: Exception) -> tuple[str, int] | None:
         "BILLING_WAREHOUSE_URL",
         UNREACHABLE,
     )
+
+
+def _demo_failure(error: Exception) -> tuple[str, int] | None:
+    """``billing demo``: a role that died (its log's end), or no Azurite to start."""
+    if "billing.demo.cluster" not in sys.modules:
+        return None
+    from billing.demo.cluster import RoleExitedError
+    from billing.devtools.azurite import AzuriteUnavailableError
+
+    if isinstance(error, RoleExitedError):
+        return str(error), REFUSED
+    if isinstance(error, AzuriteUnavailableError):
+        return f"{error}; the embedded backend needs no server: --backend embedded", UNREACHABLE
+    return None
 
 
 def _bad_settings(error: Any) -> str:

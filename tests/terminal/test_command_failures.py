@@ -8,6 +8,7 @@ listening where they look: no initiator, no Azurite, no data folder.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -151,3 +152,15 @@ def test_warehouse_upgrade_without_its_database_names_it_without_the_password(
     assert "cannot use the warehouse at postgresql+psycopg://billing:***@127.0.0.1" in error
     assert "s3cret" not in done.stderr
     assert "BILLING_WAREHOUSE_URL" in error
+
+
+def test_a_demo_whose_role_dies_says_which_and_shows_its_log(tmp_path: Path) -> None:
+    # Every role refuses this setting at start-up; the demo's own process never reads it.
+    env = clean_env(BILLING_PARTITIONS="many")
+
+    done = run(["demo", "--transactions", "100", "--processes", "1"], env, tmp_path)
+
+    assert done.returncode == 1, done.stderr
+    assert re.search(r"^billing demo: \w+ exited with 1:$", done.stderr, re.MULTILINE)
+    assert "partitions" in done.stderr  # the end of the role's log
+    assert "Traceback" not in done.stderr.split("exited with")[0]  # the demo's own: none
