@@ -19,14 +19,15 @@ ENV PYTHONUNBUFFERED=1 \
 RUN python -m venv /opt/venv
 
 # 2. Dependencies: the project's own plus the extras the deployed roles use (the PostgreSQL
-# driver, Azure Monitor telemetry), listed from pyproject.toml without the sources.
+# driver, Azure Monitor telemetry), listed from pyproject.toml without the sources, at the
+# versions of constraints.txt (the tested ones).
 WORKDIR /src
-COPY pyproject.toml ./
+COPY pyproject.toml constraints.txt ./
 RUN python -c "import tomllib; p = tomllib.load(open('pyproject.toml', 'rb'))['project']; \
 extras = p['optional-dependencies']; \
 print('\n'.join(p['dependencies'] + extras['postgres'] + extras['azure-monitor']))" \
         > /tmp/requirements.txt \
-    && pip install -r /tmp/requirements.txt \
+    && pip install -r /tmp/requirements.txt -c constraints.txt \
     && rm /tmp/requirements.txt
 
 # 3. The sources, then the project itself (its dependencies are already there).

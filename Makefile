@@ -7,4 +7,4 @@ test:  ## Lint, type-check and run every test (Azurite from npm, PostgreSQL if c
 	scripts/test.sh
 
 bench:  ## Run the benchmarks (ratios measured side by side)
-	scripts/bootstrap.sh && .venv/bin/billing bench
+	scripts/bootstrap.sh bench && .venv/bin/billing bench

@@ -7,7 +7,10 @@ the limits hold wherever the API runs:
   (:mod:`initiator.header_timeout`); the body's pace is the route's business
   (:mod:`initiator.body_pace`);
 * no access log: uvicorn's would write every query string to the log (an API key someone
-  put in ``?api_key=`` with it); ``billing_http_requests`` on ``/metrics`` counts requests.
+  put in ``?api_key=`` with it); ``billing_http_requests`` on ``/metrics`` counts requests;
+* uvicorn's own logging left unconfigured (``log_config=None``): its records go to the
+  root logger the role set up (:func:`shared.telemetry.configure_logging`), in the
+  project's format, instead of a second ``INFO:     …`` format interleaved with it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def server_config(
         "port": port,
         "http": with_header_timeout(settings.request_header_timeout_seconds),
         "access_log": False,
+        "log_config": None,
         "log_level": "info",
         **options,
     }

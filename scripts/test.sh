@@ -4,7 +4,7 @@
 # BILLING_TEST_POSTGRES_URL is set). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/bootstrap.sh
+scripts/bootstrap.sh dev bench
 scripts/azurite.sh
 echo "== ruff"; .venv/bin/ruff check .
 echo "== ruff format"; .venv/bin/ruff format --check .

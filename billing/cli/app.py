@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer.core import TyperGroup
@@ -33,6 +33,9 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "billing.cli.top": ("top",),
 }
 _MODULE_OF = {name: module for module, names in COMMAND_MODULES.items() for name in names}
+#: Long-running roles keep their tracebacks (they go to logs, where they are wanted); every
+#: other command fails in one line (:mod:`billing.cli.failures`).
+_KEEP_TRACEBACKS = {*COMMAND_MODULES["billing.cli.roles"], *COMMAND_MODULES["billing.cli.bench"]}
 
 
 @cache
@@ -56,6 +59,16 @@ class LazyCommands(TyperGroup):
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         module = _MODULE_OF.get(cmd_name)
         return None if module is None else commands_of(module).get_command(ctx, cmd_name)
+
+    def invoke(self, ctx: Context) -> Any:
+        from billing.cli.failures import explained
+
+        def command() -> str | None:  # known once the group has chosen it
+            name = ctx.invoked_subcommand
+            return None if name in _KEEP_TRACEBACKS else name
+
+        with explained(command):
+            return super().invoke(ctx)
 
 
 app = typer.Typer(

@@ -10,15 +10,15 @@ from typing import Any
 
 import httpx
 import typer
-from rich.console import Console
 
+from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client
+from billing.cli.console import make_console
 from billing.cli.progress import counted, follow_batch, upload_progress
+from billing.cli.store import operations_store
 from billing.sample_batches import BatchFileFormat, write_batch_file
 from shared.domain.pricebook import PricebookError
 from shared.domain.pricebook_store import NoPricebookError, PricebookStore
 from shared.domain.priority import PRIORITIES
-from shared.settings import Settings
-from shared.storage import open_storage
 
 UPLOAD_BLOCK_BYTES = 1024 * 1024
 _CONTENT_TYPES = {
@@ -51,10 +51,8 @@ def generate(
 def submit(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The batch file."),
     priority: str = typer.Option("normal", help="high, normal or low."),
-    url: str | None = typer.Option(None, help="The initiator (default http://HOST:PORT)."),
-    api_key: str | None = typer.Option(
-        None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
-    ),
+    url: str | None = URL_OPTION,
+    api_key: str | None = API_KEY_OPTION,
     idempotency_key: str | None = typer.Option(None, help="Send this Idempotency-Key."),
     wait: bool = typer.Option(
         False,
@@ -66,19 +64,13 @@ def submit(
     """Stream a batch file to the initiator and print the batch id."""
     if priority not in PRIORITIES:
         raise typer.BadParameter(f"use one of {', '.join(PRIORITIES)}", param_hint="--priority")
-    settings = Settings()
-    base_url = url or f"http://{settings.host}:{settings.port}"
-    key = api_key or (settings.api_keys[0].get_secret_value() if settings.api_keys else None)
     headers = _content_headers(file)  # the upload's own; the key goes on every request
     size = file.stat().st_size
     headers["Content-Length"] = str(size)
-    auth = {"Authorization": f"Bearer {key}"} if key else {}
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key
-    console = Console(stderr=True)
-    with httpx.Client(
-        base_url=base_url, headers=auth, timeout=httpx.Timeout(30.0, read=None)
-    ) as client:
+    console = make_console(stderr=True)
+    with api_client(url, api_key, timeout=httpx.Timeout(30.0, read=None)) as client:
         if wait:
             with upload_progress(console) as bar:
                 response = _post(client, priority, counted(_blocks(file), bar, size), headers)
@@ -112,34 +104,28 @@ def pricebook_upload(
     file: Path = typer.Argument(..., exists=True, dir_okay=False, help="The pricebook JSON."),
 ) -> None:
     """Validate a pricebook and make it current for new batches."""
-    settings = Settings()
-    storage = open_storage(settings)
-    try:
+    with operations_store(writes=True) as (settings, storage):
         container = storage.container(settings.control_container)
         container.create()  # idempotent: the CLI may run before any role has started
-        version = PricebookStore(container).upload(file.read_bytes())
-    except PricebookError as error:
-        typer.echo(f"{file} is not a valid pricebook:", err=True)
-        for problem in error.problems:
-            typer.echo(f"  {problem}", err=True)
-        raise typer.Exit(1) from None
-    finally:
-        storage.close()
+        try:
+            version = PricebookStore(container).upload(file.read_bytes())
+        except PricebookError as error:
+            typer.echo(f"{file} is not a valid pricebook:", err=True)
+            for problem in error.problems:
+                typer.echo(f"  {problem}", err=True)
+            raise typer.Exit(1) from None
     typer.echo(f"pricebook {version} is now current")
 
 
 @pricebook_app.command("show")
 def pricebook_show() -> None:
     """Print the current pricebook (canonical JSON) and its version."""
-    settings = Settings()
-    storage = open_storage(settings)
-    try:
-        version, book = PricebookStore(storage.container(settings.control_container)).current()
-    except NoPricebookError as error:
-        typer.echo(str(error), err=True)
-        raise typer.Exit(1) from None
-    finally:
-        storage.close()
+    with operations_store(writes=False) as (settings, storage):
+        try:
+            version, book = PricebookStore(storage.container(settings.control_container)).current()
+        except NoPricebookError as error:
+            typer.echo(str(error), err=True)
+            raise typer.Exit(1) from None
     typer.echo(f"version {version}", err=True)
     typer.echo(json.dumps(book.canonical(), indent=2))
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import httpx
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from billing.cli.reports import API_KEY_OPTION, URL_OPTION
+from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client, get_json
+from billing.cli.console import make_console
 from billing.cost_sources import UnknownSourceError, usage_from_file, usage_from_live
 from initiator.observability.live import LiveView
 from shared.cost.estimate import Costs, Usage, estimate, keda_polls_per_hour, with_idle
@@ -64,14 +63,8 @@ def cost(
 
 
 def _live_usage(url: str | None, api_key: str | None) -> Usage:
-    settings = Settings()
-    base_url = url or f"http://{settings.host}:{settings.port}"
-    key = api_key or (settings.api_keys[0].get_secret_value() if settings.api_keys else None)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    response = httpx.get(f"{base_url}/dashboard/live", headers=headers, timeout=10.0)
-    if response.status_code != 200:
-        raise UnknownSourceError(f"{base_url}/dashboard/live answered {response.status_code}")
-    return usage_from_live(LiveView.model_validate(response.json()))
+    with api_client(url, api_key, timeout=10.0) as client:
+        return usage_from_live(LiveView.model_validate(get_json(client, "/dashboard/live")))
 
 
 def _as_dict(costs: Costs) -> dict[str, object]:
@@ -92,7 +85,7 @@ def _as_dict(costs: Costs) -> dict[str, object]:
 
 
 def _print(costs: Costs, *, measured_idle: bool) -> None:
-    console = Console()
+    console = make_console()
     busy = Table(title="per million transactions (USD, beyond the free grants)")
     busy.add_column("item")
     busy.add_column("USD", justify="right")

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import os
+import shlex
 import threading
+from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.status import Status
 from rich.table import Table
 
+from billing.cli.console import make_console
+from billing.cli.reports import invoice_table
 from billing.demo.scenario import Backend, DemoResult, run_demo
 from shared import meter
-from shared.domain.money import format_minor_units, minor_exponent
 
-console = Console()
+console = make_console()
+#: Written in the demo's folder: ``source`` it to point the commands at the running demo.
+ENV_FILE = "demo.env"
 
 
 def demo(
@@ -51,6 +55,7 @@ def demo(
             backend=chosen,
             keep=keep,
             on_ready=_tell_how_to_watch,
+            on_environment=_tell_the_environment if stay else None,
             linger=partial(_stay_until_interrupted, status) if stay else None,
         )
     _report(result)
@@ -61,8 +66,21 @@ def demo(
 def _tell_how_to_watch(base_url: str, api_key: str) -> None:
     """The demo's initiator listens on a free port with a fresh key: say which."""
     console.print(f"the initiator answers at {base_url} (API key [bold]{api_key}[/]); watch with")
-    console.print(f"  billing top --url {base_url} --api-key {api_key}")
-    console.print(f"  or open {base_url}/ in a browser")
+    # soft_wrap: a command to paste stays one line, however narrow the terminal
+    console.print(f"  billing top --url {base_url} --api-key {api_key}", soft_wrap=True)
+    console.print(f"  or open {base_url}/ in a browser", soft_wrap=True)
+
+
+def _tell_the_environment(folder: Path, variables: Mapping[str, str]) -> None:
+    """The commands find the demo (its API, its store) through these variables; say them,
+    and write them where ``source`` takes them."""
+    exports = [f"export {name}={shlex.quote(value)}" for name, value in variables.items()]
+    env_file = folder / ENV_FILE
+    env_file.write_text("".join(f"{line}\n" for line in exports), encoding="utf-8")
+    console.print("for the other commands (status, pricebook, poison, hold…) to act on this demo:")
+    for line in exports:
+        console.print(f"  {line}", soft_wrap=True, markup=False, highlight=False)
+    console.print(f"  (or: source {shlex.quote(str(env_file))})", soft_wrap=True, markup=False)
 
 
 def _stay_until_interrupted(status: Status) -> None:
@@ -84,23 +102,12 @@ def _report(result: DemoResult) -> None:
     control = status.get("control_totals") or {}
     warehouse = status.get("warehouse_totals") or {}
     for name in ("transactions", "quantity", "id_checksum"):
-        totals.add_row(name, str(control.get(name)), str(warehouse.get(name)))
+        totals.add_row(name, _figure(control.get(name)), _figure(warehouse.get(name)))
     console.print(totals)
     verdict = "[green]reconciled[/]" if result.reconciled else "[red]NOT reconciled[/]"
     console.print(f"result: {verdict}")
 
-    page = result.invoices
-    invoices = Table(title=f"Top invoices (of {page['total_invoices']:,})")
-    for column in ("customer_id", "lines", "net", "tax", "total"):
-        invoices.add_column(column, justify="left" if column == "customer_id" else "right")
-    for invoice in page["invoices"]:
-        exponent = minor_exponent(invoice["currency"])
-        invoices.add_row(
-            invoice["customer_id"],
-            f"{invoice['lines']:,}",
-            *(format_minor_units(invoice[k], exponent) for k in ("net", "tax", "total")),
-        )
-    console.print(invoices)
+    console.print(invoice_table(console, result.invoices))  # as billing invoices shows them
 
     requests = result.storage_requests
     per_thousand = meter.total(requests) * 1000 / result.transactions
@@ -109,6 +116,11 @@ def _report(result: DemoResult) -> None:
         f"storage requests: {meter.total(requests):,} ({per_thousand:.1f} per 1,000 transactions)"
     )
     console.print("  " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(requests.items())))
+
+
+def _figure(value: object) -> str:
+    """Counts with thousands separators, as ``billing status`` shows them."""
+    return f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def register(app: typer.Typer) -> None:

@@ -9,24 +9,21 @@ from __future__ import annotations
 
 import typer
 
+from billing.cli.store import operations_store
 from shared.bus import open_bus
 from shared.coordination.gate import set_gate
-from shared.settings import Settings
-from shared.storage import open_storage
 
 
 def _flip(*, released: bool) -> None:
-    settings = Settings()
-    storage = open_storage(settings)
-    bus = open_bus(settings)
-    try:
-        control = storage.container(settings.control_container)
-        control.create()
-        bus.ensure_topic()
-        set_gate(control, bus, released=released)
-    finally:
-        bus.close()
-        storage.close()
+    with operations_store(writes=True) as (settings, storage):
+        bus = open_bus(settings)
+        try:
+            control = storage.container(settings.control_container)
+            control.create()
+            bus.ensure_topic()
+            set_gate(control, bus, released=released)
+        finally:
+            bus.close()
     typer.echo("gate released: processors are working" if released else "gate held")
 
 

@@ -8,19 +8,17 @@ that the HTTP API does not serve. Every work queue and the results queue has one
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import typer
 from azure.core.exceptions import ResourceNotFoundError
 
+from billing.cli.store import operations_store
 from shared.coordination.work_signal import signal_work
 from shared.listener.poison import PoisonRecord
 from shared.listener.redrive import peek_poisoned, redrive
 from shared.listener.source import poison_queue
 from shared.settings import Settings
-from shared.storage import open_storage
-from shared.storage.ports import BlobContainer, StorageAccount
+from shared.storage.ports import BlobContainer
 
 poison_app = typer.Typer(help="See and redrive poisoned messages.", no_args_is_help=True)
 
@@ -60,21 +58,11 @@ def _selects(record: PoisonRecord, batch_id: str | None) -> bool:
     return named is not None and named[0] == batch_id
 
 
-@contextmanager
-def _storage() -> Iterator[tuple[Settings, StorageAccount]]:
-    settings = Settings()
-    storage = open_storage(settings)
-    try:
-        yield settings, storage
-    finally:
-        storage.close()
-
-
 @poison_app.command("list")
 def list_poisoned(batch_id: str | None = BATCH_OPTION) -> None:
     """Show what each poison queue holds (up to 32 per queue) and why it was set aside."""
     total = 0
-    with _storage() as (settings, storage):
+    with operations_store(writes=False) as (settings, storage):
         for name in source_queues(settings):
             try:
                 found = peek_poisoned(storage.queue(poison_queue(name)))
@@ -108,7 +96,7 @@ def _describe(queue: str, record: PoisonRecord) -> str:
 def redrive_poisoned(batch_id: str | None = BATCH_OPTION) -> None:
     """Send poisoned messages back to their queues to be processed again (fix the cause first)."""
     redriven = skipped = 0
-    with _storage() as (settings, storage):
+    with operations_store(writes=False) as (settings, storage):
         for name in source_queues(settings):
             try:
                 report = redrive(

@@ -13,22 +13,20 @@ import time
 from decimal import Decimal
 from typing import Any
 
-import httpx
 import typer
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client, get_json
+from billing.cli.console import make_console
+from billing.cli.fit import Column, column_table
 from shared.contracts.batch_status import FINAL_STATUSES
 from shared.domain.money import minor_exponent
 from shared.settings import Settings
 
 warehouse_app = typer.Typer(help="Manage the SQL warehouse.", no_args_is_help=True)
 
-URL_OPTION = typer.Option(None, help="The initiator (default http://HOST:PORT).")
-API_KEY_OPTION = typer.Option(
-    None, envvar="BILLING_API_KEY", help="Default: the first of BILLING_API_KEYS."
-)
 JSON_OPTION = typer.Option(False, "--json", help="Print the API's JSON instead of a table.")
 WATCH_SECONDS = 1.0
 
@@ -43,26 +41,28 @@ def status(
     ),
 ) -> None:
     """Show a batch's status: chunks, control vs warehouse totals, reconciliation, timings."""
-    body = _get(url, api_key, f"/batches/{batch_id}")
-    if as_json:
-        typer.echo(json.dumps(body, indent=2))
-        return
-    console = Console()
-    if not watch:
-        console.print(status_table(body))
-        return
-    if not console.is_terminal:
-        # A log or a pipe gets the final table once, ending its line; no redraws.
-        while body["status"] not in FINAL_STATUSES:
-            time.sleep(WATCH_SECONDS)
-            body = _get(url, api_key, f"/batches/{batch_id}")
-        console.print(status_table(body))
-    else:
-        with Live(status_table(body), auto_refresh=False, console=console) as live:
+    with api_client(url, api_key) as client:
+        path = f"/batches/{batch_id}"
+        body = get_json(client, path)
+        if as_json:
+            typer.echo(json.dumps(body, indent=2))
+            return
+        console = make_console()
+        if not watch:
+            console.print(status_table(body))
+            return
+        if not console.is_terminal:
+            # A log or a pipe gets the final table once, ending its line; no redraws.
             while body["status"] not in FINAL_STATUSES:
                 time.sleep(WATCH_SECONDS)
-                body = _get(url, api_key, f"/batches/{batch_id}")
-                live.update(status_table(body), refresh=True)
+                body = get_json(client, path)
+            console.print(status_table(body))
+        else:
+            with Live(status_table(body), auto_refresh=False, console=console) as live:
+                while body["status"] not in FINAL_STATUSES:
+                    time.sleep(WATCH_SECONDS)
+                    body = get_json(client, path)
+                    live.update(status_table(body), refresh=True)
     if body["status"] == "failed" or body.get("reconciled") is False:
         raise typer.Exit(1)
 
@@ -80,11 +80,13 @@ def invoices(
     if order not in ("total", "customer"):
         raise typer.BadParameter("use total or customer", param_hint="--order")
     params = {"limit": limit, "offset": offset, "order": order}
-    body = _get(url, api_key, f"/batches/{batch_id}/invoices", params)
+    with api_client(url, api_key) as client:
+        body = get_json(client, f"/batches/{batch_id}/invoices", params)
     if as_json:
         typer.echo(json.dumps(body, indent=2))
         return
-    Console().print(invoice_table(body))
+    console = make_console()
+    console.print(invoice_table(console, body))
 
 
 @warehouse_app.command("upgrade")
@@ -132,64 +134,51 @@ def status_table(body: dict[str, Any]) -> Table:
     return table
 
 
-def invoice_table(body: dict[str, Any]) -> Table:
-    """One page of ``GET /batches/{id}/invoices``; amounts shown in major units."""
-    shown = len(body["invoices"])
+INVOICE_DROP_ORDER = ["quantity", "lines", "net"]
+
+
+def invoice_table(console: Console, body: dict[str, Any]) -> Table:
+    """One page of ``GET /batches/{id}/invoices``; amounts in major units, the currency in
+    the headers when the page has one (the usual case), else beside each amount. Narrow
+    terminals lose quantity, lines and net before anything else; customer ids stay whole."""
+    rows: list[dict[str, Any]] = body["invoices"]
+    shown = len(rows)
     first = body["offset"] + 1 if shown else 0
-    table = Table(
+    currencies = {invoice["currency"] for invoice in rows}
+    one = next(iter(currencies)) if len(currencies) == 1 else None
+
+    def money(name: str) -> Column[dict[str, Any]]:
+        def cell(invoice: dict[str, Any]) -> str:
+            amount = _amount(invoice[name], invoice["currency"])
+            return amount if one else f"{amount} {invoice['currency']}"
+
+        return Column(f"{name} ({one})" if one else name, cell)
+
+    columns: list[Column[dict[str, Any]]] = [
+        Column("customer", lambda invoice: str(invoice["customer_id"]), justify="left"),
+        Column("lines", lambda invoice: f"{invoice['lines']:,}"),
+        Column("quantity", lambda invoice: f"{invoice['quantity']:,}"),
+        *(money(name) for name in ("net", "tax", "total")),
+    ]
+    drop = [c.header for name in INVOICE_DROP_ORDER for c in columns if c.header.startswith(name)]
+    return column_table(
+        console,
+        columns,
+        rows,
+        drop_order=drop,
         title=f"invoices of batch {body['batch_id']}: {first}-{body['offset'] + shown} "
-        f"of {body['total_invoices']}"
+        f"of {body['total_invoices']:,}",
     )
-    table.add_column("customer")
-    for name in ("lines", "quantity", "net", "tax", "total"):
-        table.add_column(name, justify="right")
-    for invoice in body["invoices"]:
-        table.add_row(
-            invoice["customer_id"],
-            f"{invoice['lines']:,}",
-            f"{invoice['quantity']:,}",
-            *(_money(invoice[name], invoice["currency"]) for name in ("net", "tax", "total")),
-        )
-    return table
-
-
-def _get(
-    url: str | None, api_key: str | None, path: str, params: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    settings = Settings()
-    base_url = url or f"http://{settings.host}:{settings.port}"
-    key = api_key or (settings.api_keys[0].get_secret_value() if settings.api_keys else None)
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    try:
-        response = httpx.get(f"{base_url}{path}", params=params, headers=headers, timeout=30.0)
-    except httpx.TransportError as error:
-        typer.echo(f"cannot reach the initiator at {base_url}: {error}", err=True)
-        raise typer.Exit(2) from None
-    try:
-        body: Any = response.json()
-    except ValueError:
-        body = {"title": response.text or response.reason_phrase}
-    if response.status_code != 200:
-        detail = body.get("detail") if isinstance(body, dict) else None
-        title = body.get("title") if isinstance(body, dict) else body
-        typer.echo(
-            f"{response.status_code}: {title}" + (f" ({detail})" if detail else ""), err=True
-        )
-        raise typer.Exit(1)
-    if not isinstance(body, dict):
-        typer.echo(f"unexpected answer from {base_url}{path}: {body!r}", err=True)
-        raise typer.Exit(1)
-    return body
 
 
 def _figure(value: object) -> str:
     return "—" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _money(minor: int, currency: str) -> str:
+def _amount(minor: int, currency: str) -> str:
     """Minor units shown in major units, with the currency's own number of decimals."""
     exponent = minor_exponent(currency)
-    return f"{Decimal(minor).scaleb(-exponent):,.{exponent}f} {currency}"
+    return f"{Decimal(minor).scaleb(-exponent):,.{exponent}f}"
 
 
 def register(app: typer.Typer) -> None:

@@ -30,6 +30,10 @@ def free_port() -> int:
         return port
 
 
+class RoleExitedError(RuntimeError):
+    """A role process of the cluster stopped while it should be running."""
+
+
 @dataclass
 class Cluster:
     """The role processes of one demo run."""
@@ -77,7 +81,7 @@ class Cluster:
         for role, process in self.processes.items():
             if process.poll() is not None:
                 tail = (self.logs / f"{role}.log").read_text(errors="replace")[-3000:]
-                raise RuntimeError(f"{role} exited with {process.returncode}:\n{tail}")
+                raise RoleExitedError(f"{role} exited with {process.returncode}:\n{tail}")
 
     def stop(self) -> None:
         """SIGTERM every role (they stop gracefully and export their meters), then wait."""

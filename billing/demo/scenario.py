@@ -91,6 +91,10 @@ class StreamResult:
         return self.transactions / self.seconds if self.seconds else 0.0
 
 
+#: The roles' settings a client needs to reach the same store as they do.
+STORE_VARIABLES = ("BILLING_DATA_DIR", "BILLING_STORAGE_CONNECTION_STRING")
+
+
 @dataclass(frozen=True)
 class _Pipeline:
     root: Path
@@ -98,6 +102,14 @@ class _Pipeline:
     base_url: str
     api_key: str
     client: httpx.Client
+    env: Mapping[str, str]
+
+    def client_environment(self) -> dict[str, str]:
+        """What the ``billing`` commands need to act on this pipeline: its API and store."""
+        store = {name: self.env[name] for name in STORE_VARIABLES if name in self.env}
+        if "BILLING_DATA_DIR" in store:  # a client may run from any folder
+            store["BILLING_DATA_DIR"] = str(Path(store["BILLING_DATA_DIR"]).resolve())
+        return {"BILLING_URL": self.base_url, "BILLING_API_KEY": self.api_key, **store}
 
 
 @contextmanager
@@ -135,7 +147,7 @@ def _running_pipeline(
                 timeout=httpx.Timeout(30.0, read=None),
             )
         )
-        yield _Pipeline(root, cluster, base_url, key, client)
+        yield _Pipeline(root, cluster, base_url, key, client, env)
 
 
 def run_demo(
@@ -149,6 +161,7 @@ def run_demo(
     linger: Callable[[], None] | None = None,
     storage_connection_string: str | None = None,
     environment: Mapping[str, str] | None = None,
+    on_environment: Callable[[Path, Mapping[str, str]], None] | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
@@ -157,7 +170,10 @@ def run_demo(
     batch, before the roles stop, and may keep them running as long as it likes. With
     ``backend="azurite"``, ``storage_connection_string`` points the roles at an Azurite
     the caller runs (e.g. behind a counting proxy) instead of one started for the run.
-    ``environment`` adds variables (``BILLING_*`` settings) for every role."""
+    ``environment`` adds variables (``BILLING_*`` settings) for every role.
+    ``on_environment(folder, variables)`` is told, with ``on_ready``, the variables that
+    point the ``billing`` commands at this run (``BILLING_URL``, ``BILLING_API_KEY``, its
+    store) and the run's folder."""
     with _running_pipeline(
         processes=processes,
         backend=backend,
@@ -168,6 +184,8 @@ def run_demo(
         root, cluster, client = pipeline.root, pipeline.cluster, pipeline.client
         if on_ready is not None:
             on_ready(pipeline.base_url, pipeline.api_key)
+        if on_environment is not None:
+            on_environment(root, pipeline.client_environment())
         batch_file = root / "batch.csv"
         write_batch_file(batch_file, transactions, customers=500, seed=7, file_format="csv")
         cpu_before, started = cluster.cpu_seconds("initiator"), RunStart.now()

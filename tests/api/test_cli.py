@@ -128,6 +128,17 @@ def test_submit_prints_the_batch_id(server: str, tmp_path: Path) -> None:
     )
 
 
+def test_submit_takes_a_gzip_file_named_csv(server: str, tmp_path: Path) -> None:
+    # Sent as text/csv without Content-Encoding: the intake recognises the gzip body.
+    path = tmp_path / "batch.csv"
+    path.write_bytes(gzip.compress(csv_file(rows(12))))
+
+    result = runner.invoke(cli, ["submit", str(path), "--url", server, "--api-key", API_KEY])
+
+    assert result.exit_code == 0, result.output
+    assert "12 transactions" in result.stderr
+
+
 def test_submit_shows_the_problems_of_a_rejected_file(server: str, tmp_path: Path) -> None:
     path = tmp_path / "bad.csv"
     path.write_bytes(csv_file([row(0), row(1, quantity="0")]))
@@ -190,5 +201,6 @@ def test_cost_reads_the_running_initiators_live_figures(server: str) -> None:
 def test_cost_with_a_wrong_key_says_what_answered(server: str) -> None:
     result = runner.invoke(cli, ["cost", "--live", "--url", server, "--api-key", "wrong"])
 
-    assert result.exit_code == 2
+    assert result.exit_code == 1  # reached, and refused
     assert "/dashboard/live answered 401" in result.output
+    assert "pass --api-key or set BILLING_API_KEY" in result.output

@@ -57,7 +57,7 @@ def assert_reconciled_run(done: subprocess.CompletedProcess[str], transactions: 
     # the reconciliation table's row: intake and the warehouse both counted every transaction
     row = next(line for line in output.splitlines() if "│ transactions" in line)
     cells = [cell.strip() for cell in row.split("│")]
-    assert cells[1:4] == ["transactions", str(transactions), str(transactions)], row
+    assert cells[1:4] == ["transactions", f"{transactions:,}", f"{transactions:,}"], row
 
 
 def test_the_demo_runs_the_whole_pipeline_on_the_embedded_backend_and_reconciles() -> None:
@@ -106,7 +106,7 @@ def demo_result(*, status: str, reconciled: bool | None) -> DemoResult:
             "warehouse_totals": warehouse if status == "completed" else None,
             "reconciled": reconciled,
         },
-        invoices={"total_invoices": 1, "invoices": [invoice]},
+        invoices={"batch_id": "b-demo", "offset": 0, "total_invoices": 1, "invoices": [invoice]},
         seconds=1.5,
         storage_requests={"queue.get": 10, "blob.put": 4},
     )

@@ -34,6 +34,7 @@ TRANSACTIONS = 20_000
 CHUNK_SIZE = 100
 CHUNKS = TRANSACTIONS // CHUNK_SIZE
 DRAW_SECONDS = 30.0
+BATCH_ID = r"\d{8}-\d{6}-[0-9a-f]{12}"
 COMPLETE_SECONDS = 180.0
 
 
@@ -167,7 +168,9 @@ def test_top_with_a_wrong_key_says_so_and_exits_1(deployment: Deployment) -> Non
         assert top.wait(30) == 1
     finally:
         top.close()
-    assert "the API key was not accepted (401 Unauthorized): pass --api-key" in top.text()
+    assert "answered 401 Unauthorized" in top.text()
+    assert "pass --api-key or set BILLING_API_KEY" in top.text()
+    assert "Traceback" not in top.text()
 
 
 def test_top_once_prints_one_view_for_a_script(deployment: Deployment) -> None:
@@ -284,3 +287,48 @@ def test_submit_wait_in_a_script_keeps_stdout_to_the_batch_id(deployment: Deploy
     assert "20/20 chunks" in done.stderr  # the bars' last state, printed once
     assert re.search(r"reconciled\s*│\s*yes", done.stderr)
     assert "\x1b[" not in done.stderr  # no terminal: no cursor tricks in a log
+
+
+def test_top_once_and_invoices_fit_80_columns_and_come_whole_through_a_pipe(
+    deployment: Deployment,
+) -> None:
+    batch = deployment.folder / "narrow.csv"
+    write_batch_file(batch, 2_000, customers=50, seed=9, file_format="csv")
+    submit = Terminal(deployment.command("submit", str(batch), "--wait"), deployment.env)
+    try:
+        assert submit.wait(COMPLETE_SECONDS) == 0, submit.text()[-3000:]
+    finally:
+        submit.close()
+    found = re.search(BATCH_ID, submit.text())
+    assert found is not None, submit.text()
+    batch_id = found[0]
+
+    env = {k: v for k, v in deployment.env.items() if k not in ("COLUMNS", "LINES")}
+    for args in (("top", "--once"), ("invoices", batch_id)):
+        narrow = Terminal(deployment.command(*args), env, columns=80)
+        try:
+            assert narrow.wait(60) == 0, narrow.text()
+        finally:
+            narrow.close()
+        text = narrow.text()
+        assert "…" not in text, text  # no cell cut short
+        assert all(len(line) <= 80 for line in text.splitlines()), text
+        if args[0] == "top":  # the batches the sampler has read so far: ids whole
+            assert re.search(rf"{BATCH_ID}\s+completed\s+\d+/0/\d+", text), text
+        else:
+            assert batch_id in text
+            assert re.search(r"cust-9-\d{6}\s", text), text  # customer ids whole
+
+        piped = subprocess.run(
+            deployment.command(*args),
+            env=env,  # no COLUMNS: a pipe has no width
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert piped.returncode == 0, piped.stderr
+        assert "…" not in piped.stdout, piped.stdout
+        assert re.search(BATCH_ID, piped.stdout), piped.stdout
+        if args[0] == "top":  # every column, none left out for a width
+            assert re.search(r"instance\s+threads\s+peak\s+depth\s+in flight", piped.stdout)
