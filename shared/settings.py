@@ -207,8 +207,8 @@ class Settings(BaseSettings):
     #: URLs every batch event is delivered to, besides each batch's own ``callback``.
     webhook_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
     #: Seconds before each attempt of a delivery, the first counted from the event; each
-    #: wait gets +-``webhook_retry_jitter`` of itself at random. The default is Standard
-    #: Webhooks' own schedule: 8 attempts over about 27 hours.
+    #: wait is lengthened by up to ``webhook_retry_jitter`` of itself at random. The default
+    #: is Standard Webhooks' own schedule: 8 attempts over at least 27 hours.
     webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
         default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
     )

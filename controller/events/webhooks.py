@@ -41,7 +41,10 @@ _BATCH = 32
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Waits before each attempt (the first counted from the event) and their jitter."""
+    """Waits before each attempt (the first counted from the event) and their jitter.
+
+    The jitter only lengthens a wait (by up to ``jitter`` of it), so that deliveries failing
+    together spread out and the schedule's total, over a day by default, is a minimum."""
 
     schedule: tuple[float, ...]
     jitter: float = 0.2
@@ -51,7 +54,7 @@ class RetryPolicy:
         if attempt >= len(self.schedule):
             return None
         base = self.schedule[attempt]
-        return max(0.0, base * (1 + random.uniform(-self.jitter, self.jitter)))
+        return base * (1 + random.uniform(0, self.jitter))
 
 
 def add_deliveries(connection: Connection, event_id: str, urls: Iterable[str]) -> None:
