@@ -21,6 +21,10 @@ from shared.settings import Settings
 from shared.warehouse import make_engine
 from shared.warehouse.models import DeliveryAttempt, OutboxEvent, WebhookDelivery
 
+#: The subscription ``tail`` reads by default (declared in infra/modules/servicebus.bicep and
+#: the emulator's config, where the roles may not create subscriptions).
+TAIL_SUBSCRIPTION = "tail"
+
 events_app = typer.Typer(help="Batch events: the topic and the webhooks.", no_args_is_help=True)
 
 
@@ -38,7 +42,7 @@ def describe(event: dict[str, Any]) -> str:
 @events_app.command("tail")
 def tail(
     subscription: str = typer.Option(
-        "tail", help="The subscription to read (declared in Bicep for Service Bus)."
+        TAIL_SUBSCRIPTION, help="The subscription to read (declared in Bicep for Service Bus)."
     ),
     count: int = typer.Option(0, help="Stop after this many events; 0: never."),
     idle: float = typer.Option(0.0, help="Stop after this many quiet seconds; 0: never."),
@@ -47,6 +51,8 @@ def tail(
     """Print batch events as they are published (only those published while it runs)."""
     settings = Settings()
     bus = open_bus(settings, settings.events_topic)
+    if settings.provision_resources:
+        bus.ensure_topic()  # a first run's embedded bus: before any controller made it
     # Dropped by the bus an hour after the last tail stopped reading it.
     spec = SubscriptionSpec(name=subscription, auto_delete_idle_seconds=3600)
     reader = bus.subscribe(spec)
