@@ -84,7 +84,16 @@ def deliveries(
     """List webhook deliveries, newest first, each with its attempts."""
     engine = make_engine(Settings().resolved_warehouse_url)
     query = (
-        select(WebhookDelivery, OutboxEvent.batch_id, OutboxEvent.type)
+        select(
+            WebhookDelivery.delivery_id,
+            WebhookDelivery.event_id,
+            WebhookDelivery.url,
+            WebhookDelivery.state,
+            WebhookDelivery.attempts,
+            WebhookDelivery.next_attempt_at,
+            OutboxEvent.batch_id,
+            OutboxEvent.type,
+        )
         .join(OutboxEvent, OutboxEvent.event_id == WebhookDelivery.event_id)
         .order_by(WebhookDelivery.delivery_id.desc())
         .limit(limit)
@@ -96,24 +105,27 @@ def deliveries(
             rows = connection.execute(query).all()
             if not rows:
                 typer.echo("no webhook deliveries")
-            for delivery, batch, event_type in rows:
-                next_at = f", next {delivery.next_attempt_at:%Y-%m-%d %H:%M:%S}" * bool(
-                    delivery.next_attempt_at
-                )
+            for row in rows:
+                next_at = ""
+                if row.state == "pending" and row.next_attempt_at is not None:
+                    next_at = f", next at {row.next_attempt_at:%Y-%m-%d %H:%M:%S}"
                 typer.echo(
-                    f"{delivery.delivery_id}  {batch}  {event_type}  {delivery.url}  "
-                    f"{delivery.state} after {delivery.attempts} attempt(s){next_at}  "
-                    f"(event {delivery.event_id})"
+                    f"{row.delivery_id}  {row.batch_id}  {row.type}  {row.url}  "
+                    f"{row.state} after {row.attempts} attempt(s){next_at}  (event {row.event_id})"
                 )
-                attempts = connection.scalars(
-                    select(DeliveryAttempt)
-                    .where(DeliveryAttempt.delivery_id == delivery.delivery_id)
+                attempts = connection.execute(
+                    select(
+                        DeliveryAttempt.attempted_at,
+                        DeliveryAttempt.status_code,
+                        DeliveryAttempt.error,
+                    )
+                    .where(DeliveryAttempt.delivery_id == row.delivery_id)
                     .order_by(DeliveryAttempt.attempt_id)
                 )
-                for attempt in attempts:
-                    answer = attempt.status_code or "no answer"
-                    error = f"  {attempt.error}" if attempt.error else ""
-                    typer.echo(f"    {attempt.attempted_at:%Y-%m-%d %H:%M:%S}  {answer}{error}")
+                for attempted_at, status_code, error in attempts:
+                    answer = status_code or "no answer"
+                    detail = f"  {error}" if error else ""
+                    typer.echo(f"    {attempted_at:%Y-%m-%d %H:%M:%S}  {answer}{detail}")
     finally:
         engine.dispose()
 
