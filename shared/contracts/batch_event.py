@@ -20,7 +20,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.domain.transactions import ControlTotals
 
@@ -48,15 +50,59 @@ def event_id(batch_id: str, outcome: Outcome) -> str:
     return str(uuid.uuid5(_ID_NAMESPACE, f"{batch_id}/{outcome.value}"))
 
 
-def _totals(totals: ControlTotals | None) -> dict[str, Any] | None:
-    if totals is None:
-        return None
-    # The checksum is an unsigned 64-bit integer: a string, as JSON numbers lose its bits.
-    return {
-        "transactions": totals.transactions,
-        "quantity": totals.quantity,
-        "id_checksum": str(totals.id_checksum),
-    }
+class EventTotals(BaseModel):
+    """Control or warehouse totals. The id checksum is an unsigned 64-bit integer, so a
+    decimal string: JSON numbers beyond 2**53 lose bits in many parsers."""
+
+    transactions: int = Field(ge=0)
+    quantity: int = Field(ge=0)
+    id_checksum: str = Field(pattern=r"^[0-9]{1,20}$")
+
+    @classmethod
+    def of(cls, totals: ControlTotals | None) -> EventTotals | None:
+        if totals is None:
+            return None
+        return cls(
+            transactions=totals.transactions,
+            quantity=totals.quantity,
+            id_checksum=str(totals.id_checksum),
+        )
+
+
+class EventChunks(BaseModel):
+    total: int = Field(ge=0)
+    applied: int = Field(ge=0)
+    failed: int = Field(ge=0)
+
+
+class BatchEventData(BaseModel):
+    """The figures ``GET /batches/{id}`` shows for the closed batch."""
+
+    batch_id: str
+    status: Literal["completed", "failed", "abandoned"]
+    priority: Literal["high", "normal", "low"]
+    chunks: EventChunks
+    failed_chunks: list[int] = Field(description="the chunks in a poison queue")
+    control_totals: EventTotals | None = Field(description="taken at intake")
+    warehouse_totals: EventTotals | None = Field(description="counted in the warehouse")
+    reconciled: bool | None = Field(description="whether the two agree; null if not closed")
+    completed_at: datetime
+    invoice_mismatches: int = Field(ge=0, description="invoices unequal to their charges")
+
+
+class BatchEvent(BaseModel):
+    """A CloudEvents 1.0 event in structured JSON mode (docs/schemas/batch-event.schema.json)."""
+
+    model_config = ConfigDict(title="BatchEvent")
+
+    specversion: Literal["1.0"]
+    id: str = Field(description="one per batch outcome: de-duplicate on it")
+    source: Literal["/billing/batches"]
+    type: Literal["billing.batch.completed", "billing.batch.failed", "billing.batch.abandoned"]
+    subject: str = Field(description="the batch id")
+    time: datetime
+    datacontenttype: Literal["application/json"]
+    data: BatchEventData
 
 
 def batch_event(
@@ -74,27 +120,40 @@ def batch_event(
     invoice_mismatches: int = 0,
 ) -> dict[str, Any]:
     """The CloudEvent as a JSON-able dict; ``data`` mirrors ``GET /batches/{id}``'s figures."""
-    return {
-        "specversion": SPEC_VERSION,
-        "id": event_id(batch_id, outcome),
-        "source": SOURCE,
-        "type": outcome.event_type,
-        "subject": batch_id,
-        "time": time.isoformat().replace("+00:00", "Z"),
-        "datacontenttype": "application/json",
-        "data": {
-            "batch_id": batch_id,
-            "status": outcome.value,
-            "priority": priority,
-            "chunks": {"total": chunks, "applied": chunks_applied, "failed": len(failed_chunks)},
-            "failed_chunks": list(failed_chunks),
-            "control_totals": _totals(control_totals),
-            "warehouse_totals": _totals(warehouse_totals),
-            "reconciled": reconciled,
-            "completed_at": time.isoformat().replace("+00:00", "Z"),
-            "invoice_mismatches": invoice_mismatches,
-        },
-    }
+    event = BatchEvent.model_validate(
+        {
+            "specversion": SPEC_VERSION,
+            "id": event_id(batch_id, outcome),
+            "source": SOURCE,
+            "type": outcome.event_type,
+            "subject": batch_id,
+            "time": time,
+            "datacontenttype": "application/json",
+            "data": BatchEventData.model_validate(
+                {
+                    "batch_id": batch_id,
+                    "status": outcome.value,
+                    "priority": priority,
+                    "chunks": EventChunks(
+                        total=chunks, applied=chunks_applied, failed=len(failed_chunks)
+                    ),
+                    "failed_chunks": list(failed_chunks),
+                    "control_totals": EventTotals.of(control_totals),
+                    "warehouse_totals": EventTotals.of(warehouse_totals),
+                    "reconciled": reconciled,
+                    "completed_at": time,
+                    "invoice_mismatches": invoice_mismatches,
+                }
+            ),
+        }
+    )
+    return event.model_dump(mode="json")
+
+
+def json_schema() -> dict[str, Any]:
+    """The event's JSON schema, as docs/schemas/batch-event.schema.json holds it."""
+    schema = BatchEvent.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
 def encode(event: Mapping[str, Any]) -> bytes:
