@@ -48,7 +48,8 @@ def tail(
     idle: float = typer.Option(0.0, help="Stop after this many quiet seconds; 0: never."),
     raw: bool = typer.Option(False, "--json", help="Print each event's JSON as received."),
 ) -> None:
-    """Print batch events as they are published (only those published while it runs)."""
+    """Print batch events as they arrive on the subscription (first those it kept while
+    nobody read it: up to a day on Service Bus, an hour on the embedded bus)."""
     settings = Settings()
     bus = open_bus(settings, settings.events_topic)
     if settings.provision_resources:

@@ -1,0 +1,87 @@
+"""One webhook attempt: a URL refused by the allow-list is not requested, and a redirect is
+recorded as a failed attempt, never followed (controller.events.webhooks)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from sqlalchemy import Engine, select
+
+from controller.events.webhooks import RetryPolicy, WebhookSender, add_deliveries
+from shared.warehouse.models import DeliveryAttempt, WebhookDelivery
+from tests.controller.test_event_relay import SECRET, engine, pending_event
+
+__all__ = ["engine"]  # the fixture, used here
+
+
+@pytest.fixture
+def redirecting_server() -> Iterator[tuple[str, list[str]]]:
+    """A server answering 302 to ``/elsewhere``; the paths it was asked for."""
+    asked: list[str] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked.append(self.path)
+            self.send_response(302)
+            self.send_header("location", "/elsewhere")
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/hook", asked
+    server.shutdown()
+    server.server_close()
+
+
+def one_delivery(engine: Engine, url: str) -> int:
+    event_id = pending_event(engine)
+    with engine.begin() as connection:
+        add_deliveries(connection, event_id, [url])
+        return int(connection.scalar(select(WebhookDelivery.delivery_id)) or 0)
+
+
+def attempts(engine: Engine) -> list[tuple[int | None, str | None]]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(DeliveryAttempt.status_code, DeliveryAttempt.error))
+        return [(row.status_code, row.error) for row in rows]
+
+
+def test_a_url_the_allow_list_refuses_is_not_requested_and_the_attempt_says_why(
+    engine: Engine, redirecting_server: tuple[str, list[str]]
+) -> None:
+    url, asked = redirecting_server
+    sender = WebhookSender(engine, SECRET, RetryPolicy((0.0, 60.0)))  # loopback not allowed
+
+    assert sender.attempt(one_delivery(engine, url)) is False
+
+    assert asked == []
+    [(status, error)] = attempts(engine)
+    assert status is None
+    assert error is not None
+    assert error.startswith("not sent: the host '127.0.0.1' resolves to 127.0.0.1")
+    with engine.connect() as connection:
+        delivery = connection.execute(select(WebhookDelivery)).one()
+    assert delivery.state == "pending"
+    assert delivery.next_attempt_at > datetime.now(UTC)
+    sender.close()
+
+
+def test_a_redirect_is_a_failed_attempt_and_is_not_followed(
+    engine: Engine, redirecting_server: tuple[str, list[str]]
+) -> None:
+    url, asked = redirecting_server
+    sender = WebhookSender(engine, SECRET, RetryPolicy((0.0,)), allowed_networks=["127.0.0.0/8"])
+
+    assert sender.attempt(one_delivery(engine, url)) is False
+
+    assert asked == ["/hook"]  # /elsewhere never asked for
+    assert attempts(engine) == [(302, "a redirect, not followed")]
+    sender.close()
