@@ -28,7 +28,12 @@ import httpx
 from sqlalchemy import Connection, Engine, insert, select, update
 from standardwebhooks import Webhook
 
-from shared.events.callback_urls import CallbackRefusedError, check_callback
+from shared.events.callback_urls import (
+    CallbackRefusedError,
+    Resolver,
+    checked_addresses,
+    resolve_host,
+)
 from shared.settings import Settings
 from shared.warehouse.models import DeliveryAttempt, OutboxEvent, WebhookDelivery
 
@@ -80,11 +85,13 @@ class WebhookSender:
         timeout: float = 10.0,
         allowed_networks: Sequence[str] = (),
         client: httpx.Client | None = None,
+        resolve: Resolver = resolve_host,
     ) -> None:
         self._engine = engine
         self._signer = Webhook(secret)
         self._policy = policy
         self._allowed = tuple(allowed_networks)
+        self._resolve = resolve
         self._client = client or httpx.Client(timeout=timeout, follow_redirects=False)
 
     @classmethod
@@ -153,18 +160,27 @@ class WebhookSender:
 
     def _post(self, url: str, event_id: str, body: bytes) -> tuple[int | None, str | None]:
         try:
-            check_callback(url, self._allowed)
+            addresses = checked_addresses(url, self._allowed, resolve=self._resolve)
         except CallbackRefusedError as refused:
             return None, f"not sent: {refused}"
         now = datetime.now(UTC)
+        target = httpx.URL(url)
         headers = {
+            "host": target.netloc.decode("ascii"),
             "content-type": "application/cloudevents+json",
             "webhook-id": event_id,
             "webhook-timestamp": str(int(now.timestamp())),
             "webhook-signature": self._signer.sign(event_id, now, body),
         }
         try:
-            response = self._client.post(url, content=body, headers=headers)
+            # To the address just checked, not the name (which could resolve elsewhere by
+            # now); TLS still names and verifies the host (the SNI extension).
+            response = self._client.post(
+                target.copy_with(host=addresses[0]),
+                content=body,
+                headers=headers,
+                extensions={"sni_hostname": target.host},
+            )
         except httpx.HTTPError as error:
             return None, f"{type(error).__name__}: {error}"[:512]
         if 300 <= response.status_code < 400:

@@ -11,7 +11,8 @@ a service on loopback) must be refused: the classic server-side request forgery.
   ``127.0.0.0/8`` for a local demo).
 
 The initiator checks a callback when the batch is posted (a clear 422) and the sender of
-the webhook checks again before each attempt, since a name may resolve elsewhere later;
+the webhook checks again before each attempt, since a name may resolve elsewhere later,
+and then connects to an address it checked rather than resolving the name again;
 redirects are never followed (controller.events.webhooks).
 """
 
@@ -34,7 +35,8 @@ class CallbackRefusedError(ValueError):
     """The URL is not one the service sends requests to; the message says why."""
 
 
-def _resolve(host: str, port: int) -> list[str]:
+def resolve_host(host: str, port: int) -> list[str]:
+    """Every address ``host`` resolves to (``socket.getaddrinfo``)."""
     try:
         answers = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except socket.gaierror as error:
@@ -52,9 +54,23 @@ def check_callback(
     url: str,
     allowed_networks: Sequence[str] = (),
     *,
-    resolve: Resolver = _resolve,
+    resolve: Resolver = resolve_host,
 ) -> str:
     """``url`` if the service may call it; raises :class:`CallbackRefusedError` otherwise."""
+    checked_addresses(url, allowed_networks, resolve=resolve)
+    return url
+
+
+def checked_addresses(
+    url: str,
+    allowed_networks: Sequence[str] = (),
+    *,
+    resolve: Resolver = resolve_host,
+) -> list[str]:
+    """The addresses ``url``'s host resolves to, all of them allowed; raises
+    :class:`CallbackRefusedError` if the URL or any of them is not. A request made to one
+    of these (not to the name, which could resolve elsewhere a moment later) goes where
+    the check looked."""
     if len(url) > CALLBACK_LENGTH:
         raise CallbackRefusedError(f"a callback URL is at most {CALLBACK_LENGTH} characters")
     try:
@@ -69,17 +85,17 @@ def check_callback(
     if parts.username is not None or parts.password is not None:
         raise CallbackRefusedError("a callback URL must not hold credentials")
     allowed = parse_networks(allowed_networks)
-    addresses = list(resolve(parts.hostname, port))
+    addresses = [text.split("%", 1)[0] for text in resolve(parts.hostname, port)]  # no zone
     if not addresses:
         raise CallbackRefusedError(f"the host {parts.hostname!r} resolves to no address")
     for text in addresses:
-        address = ipaddress.ip_address(text.split("%", 1)[0])  # drop an IPv6 zone
+        address = ipaddress.ip_address(text)
         if not _permitted(address, allowed):
             raise CallbackRefusedError(
                 f"the host {parts.hostname!r} resolves to {address}, a private, loopback, "
                 "link-local or reserved address (BILLING_CALLBACK_ALLOWED_NETWORKS can allow it)"
             )
-    return url
+    return addresses
 
 
 def _permitted(address: IPAddress, allowed: Sequence[Network]) -> bool:

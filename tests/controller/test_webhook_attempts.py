@@ -1,5 +1,6 @@
-"""One webhook attempt: a URL refused by the allow-list is not requested, and a redirect is
-recorded as a failed attempt, never followed (controller.events.webhooks)."""
+"""One webhook attempt: a URL refused by the allow-list is not requested, a redirect is
+recorded as a failed attempt, never followed, and the request goes to the address that was
+checked (controller.events.webhooks)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 from sqlalchemy import Engine, select
 
 from controller.events.webhooks import RetryPolicy, WebhookSender, add_deliveries
 from shared.warehouse.models import DeliveryAttempt, WebhookDelivery
 from tests.controller.test_event_relay import SECRET, engine, pending_event
+from tests.support.webhook_server import webhook_server
 
 __all__ = ["engine"]  # the fixture, used here
 
@@ -85,3 +88,28 @@ def test_a_redirect_is_a_failed_attempt_and_is_not_followed(
     assert asked == ["/hook"]  # /elsewhere never asked for
     assert attempts(engine) == [(302, "a redirect, not followed")]
     sender.close()
+
+
+def test_the_request_goes_to_the_address_checked_with_the_host_named(engine: Engine) -> None:
+    """The name is resolved once, for the check, and the request made to that address: a
+    name that resolved elsewhere a moment later (DNS rebinding) would not be asked again."""
+    with webhook_server() as (url, received):
+        port = httpx.URL(url).port
+        lookups: list[str] = []
+
+        def resolve(host: str, port: int) -> list[str]:
+            lookups.append(host)
+            return ["127.0.0.1"]
+
+        sender = WebhookSender(
+            engine, SECRET, RetryPolicy((0.0,)), allowed_networks=["127.0.0.0/8"], resolve=resolve
+        )
+        named = f"http://hooks.billing.test:{port}/hooks/billing"  # in no DNS at all
+
+        assert sender.attempt(one_delivery(engine, named)) is True
+        sender.close()
+
+    assert lookups == ["hooks.billing.test"]
+    [(headers, _, status)] = received.requests
+    host = {name.lower(): value for name, value in headers.items()}["host"]
+    assert (host, status) == (f"hooks.billing.test:{port}", 204)
