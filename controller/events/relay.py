@@ -32,6 +32,8 @@ log = logging.getLogger(__name__)
 
 #: Pending events taken per round.
 _BATCH = 32
+#: The longest wait between rounds while they fail.
+_MAX_WAIT_SECONDS = 60.0
 
 
 class EventRelay:
@@ -71,21 +73,28 @@ class EventRelay:
             self._bus.close()
 
     def _run(self) -> None:
+        wait = self._poll
         while not self._stopping.is_set():
             try:
                 self.run_once()
+                wait = self._poll
             except Exception:
-                # The warehouse or the bus is away: the events wait in the outbox.
-                log.warning(
-                    "event relay round failed; retried in %.1f s", self._poll, exc_info=True
-                )
-            self._stopping.wait(self._poll)
+                # The warehouse or the bus is away: the events wait in the outbox, and the
+                # relay looks again less and less often (up to a minute), logging each time.
+                wait = min(max(wait, self._poll) * 2, _MAX_WAIT_SECONDS)
+                log.warning("event relay round failed; retried in %.1f s", wait, exc_info=True)
+            self._stopping.wait(wait)
 
     def run_once(self) -> int:
-        """One round: publish what is pending, make the webhook attempts due; events published."""
-        published = self.publish_pending()
-        if self._webhooks is not None:
-            self._webhooks.deliver_due()
+        """One round: publish what is pending, make the webhook attempts due; events published.
+
+        The webhooks of events already published are attempted even while the bus refuses
+        new ones; either failure is raised once both were tried."""
+        try:
+            published = self.publish_pending()
+        finally:
+            if self._webhooks is not None:
+                self._webhooks.deliver_due()
         return published
 
     def publish_pending(self) -> int:
