@@ -18,6 +18,7 @@ update of its ``next_attempt_at`` before sending, so one attempt is made at a ti
 
 from __future__ import annotations
 
+import base64
 import logging
 import random
 from collections.abc import Iterable, Sequence
@@ -73,6 +74,20 @@ def add_deliveries(connection: Connection, event_id: str, urls: Iterable[str]) -
         connection.execute(insert(WebhookDelivery), rows)
 
 
+def checked_secret(secret: str) -> str:
+    """``secret`` if it is ``whsec_`` and the base64 of at least 16 bytes (Standard
+    Webhooks); a ValueError that does not repeat it otherwise (it would land in a log)."""
+    try:
+        if len(base64.b64decode(secret.removeprefix("whsec_"), validate=True)) >= 16:
+            return secret
+    except ValueError:
+        pass
+    raise ValueError(
+        "BILLING_WEBHOOK_SECRET must be whsec_ followed by the base64 of at least 16 random "
+        "bytes, e.g. whsec_$(head -c 24 /dev/urandom | base64)"
+    )
+
+
 class WebhookSender:
     """Makes the attempts that are due, and records each one."""
 
@@ -101,7 +116,7 @@ class WebhookSender:
             return None
         return cls(
             engine,
-            settings.webhook_secret.get_secret_value(),
+            checked_secret(settings.webhook_secret.get_secret_value()),
             RetryPolicy(tuple(settings.webhook_retry_schedule), settings.webhook_retry_jitter),
             timeout=settings.webhook_timeout_seconds,
             allowed_networks=settings.callback_allowed_networks,

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine, select
 
 from controller.events.webhooks import RetryPolicy, WebhookSender, add_deliveries
+from shared.settings import Settings
 from shared.warehouse.models import DeliveryAttempt, WebhookDelivery
 from tests.controller.test_event_relay import SECRET, engine, pending_event
 from tests.support.webhook_server import webhook_server
@@ -113,3 +114,12 @@ def test_the_request_goes_to_the_address_checked_with_the_host_named(engine: Eng
     [(headers, _, status)] = received.requests
     host = {name.lower(): value for name, value in headers.items()}["host"]
     assert (host, status) == (f"hooks.billing.test:{port}", 204)
+
+
+@pytest.mark.parametrize("secret", ["plain-text", "whsec_abc", "whsec_!!!!not-base64!!!!"])
+def test_a_malformed_secret_stops_the_start_without_showing_it(engine: Engine, secret: str) -> None:
+    settings = Settings(_env_file=None, webhook_secret=secret)  # type: ignore[call-arg]
+
+    with pytest.raises(ValueError, match="whsec_ followed by the base64") as refused:
+        WebhookSender.from_settings(engine, settings)
+    assert secret not in str(refused.value)
