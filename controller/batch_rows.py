@@ -83,6 +83,7 @@ class BatchRows:
             "control_transactions": totals.transactions,
             "control_quantity": totals.quantity,
             "control_id_checksum": totals.id_checksum,
+            "callback": record.callback,  # where its outcome is delivered (controller.events)
         }
         with self._engine.begin() as connection:
             connection.execute(_insert_if_absent(connection.dialect.name).values(values))

@@ -21,7 +21,9 @@ moves ``failed`` → ``completed`` by the same kind of conditional update.
 
 Two controllers that tally the last chunk at the same moment both try; the database lets
 exactly one update match (``rowcount == 1``), and only that one logs the outcome. A crash
-between the reconciliation and the update changes nothing: the next tally closes it.
+between the reconciliation and the update changes nothing: the next tally closes it. The
+update's transaction also writes the outcome's event to the outbox
+(:mod:`controller.events.outbox`): one event per close, never a close without one.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Connection, Engine, func, select, update
 
 from controller.batch_rows import BatchRow, BatchRows
+from controller.events.outbox import record_outcome
 from controller.failed_chunks import FailedChunks
 from controller.reconciliation import Reconciliation, reconcile
+from shared.contracts.batch_event import Outcome
 from shared.contracts.batch_status import OPEN_STATUSES, BatchStatus
 from shared.warehouse.models import AppliedChunk, Batch
 
@@ -47,6 +51,23 @@ _CLOSABLE: dict[str, tuple[str, ...]] = {
 }
 
 log = logging.getLogger(__name__)
+
+
+def _record_event(
+    connection: Connection, tally: ChunkTally, reconciliation: Reconciliation, closed_at: datetime
+) -> None:
+    """The outbox row of the close (controller.events.outbox), in its transaction."""
+    record_outcome(
+        connection,
+        batch_id=reconciliation.batch_id,
+        outcome=Outcome.FAILED if tally.failed else Outcome.COMPLETED,
+        closed_at=closed_at,
+        chunks_applied=tally.applied,
+        failed_chunks=tally.failed,
+        warehouse_totals=reconciliation.warehouse,
+        reconciled=reconciliation.reconciled and not tally.failed,
+        invoice_mismatches=len(reconciliation.invoice_mismatches),
+    )
 
 
 def _recovered(row: BatchRow, tally: ChunkTally) -> bool:
@@ -141,12 +162,13 @@ class BatchCompletion:
     def _close(self, row: BatchRow, tally: ChunkTally, reconciliation: Reconciliation) -> bool:
         """The conditional update; True if this call moved the row (exactly one does)."""
         totals = reconciliation.warehouse
+        closed_at = datetime.now(UTC)
         statement = (
             update(Batch)
             .where(Batch.batch_id == row.batch_id, Batch.status.in_(_CLOSABLE[row.status]))
             .values(
                 status=BatchStatus.FAILED if tally.failed else BatchStatus.COMPLETED,
-                completed_at=datetime.now(UTC),
+                completed_at=closed_at,
                 warehouse_transactions=totals.transactions,
                 warehouse_quantity=totals.quantity,
                 warehouse_id_checksum=totals.id_checksum,
@@ -155,7 +177,10 @@ class BatchCompletion:
             )
         )
         with self._engine.begin() as connection:
-            return connection.execute(statement).rowcount == 1
+            closed = connection.execute(statement).rowcount == 1
+            if closed:  # the outcome's event, committed with the close or not at all
+                _record_event(connection, tally, reconciliation, closed_at)
+            return closed
 
     @staticmethod
     def _log_outcome(tally: ChunkTally, reconciliation: Reconciliation) -> None:

@@ -21,6 +21,7 @@ from contextlib import AbstractContextManager
 from pydantic import BaseModel, ConfigDict
 from sqlalchemy import Engine
 
+from controller.events.relay import EventRelay, start_relay
 from controller.failed_chunks import FailedChunks
 from controller.outage import WarehouseOutageGuard
 from controller.results import ControllerCounters, ResultHandler
@@ -129,12 +130,15 @@ class ControllerWorker:
         listener_config: ListenerConfig | None = None,
         instance_id: str | None = None,
         bus: TriggerBus | None = None,
+        events_bus: TriggerBus | None = None,
     ) -> None:
         """``engine``: a warehouse engine to use (and leave open); default: one made from
         ``settings.resolved_warehouse_url`` and disposed at stop. ``listener_config``:
         default :func:`controller_listener_config`. ``bus``: the trigger topic; the
         controller then hears about each accepted batch and looks at its queue at once
-        instead of waiting out its back-off (its results follow within seconds)."""
+        instead of waiting out its back-off (its results follow within seconds).
+        ``events_bus``: the ``batch-events`` topic its relay publishes to; default: opened
+        from ``settings`` and closed at stop (:mod:`controller.events`)."""
         self.settings = settings
         self.storage = storage
         self.instance_id = instance_id or new_instance_id()
@@ -147,6 +151,8 @@ class ControllerWorker:
         self._outage: WarehouseOutageGuard | None = None
         self._bus = bus
         self._subscriber: TriggerSubscriber | None = None
+        self._events_bus = events_bus
+        self._relay: EventRelay | None = None
         self._lock = threading.Lock()
 
     @property
@@ -184,6 +190,7 @@ class ControllerWorker:
             )
             self._outage.attach(self._listener)
             self._listener.start()
+            self._relay = start_relay(self.settings, self._engine, self._events_bus)
             otel_metrics.observe_listener(self._listener.name, self._listener.snapshot)
             if self._bus is not None:
                 listener, handler = self._listener, self._handler
@@ -227,6 +234,8 @@ class ControllerWorker:
                 self._subscriber.stop(timeout or 2.0)
             if self._outage is not None:
                 self._outage.stop()
+            if self._relay is not None:
+                self._relay.stop()
             listener = self._listener
             finished = listener.stop(timeout) if listener is not None else True
             if listener is not None:

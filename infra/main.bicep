@@ -95,6 +95,13 @@ var grants = {
   }
 }
 
+// On the batch-events topic only (modules/servicebus-topic-access.bicep): the controller's
+// relay publishes there; the developer's `billing events tail` reads its `tail` subscription.
+var eventGrants = {
+  controller: [ builtInRoles.serviceBusDataSender ]
+  developer: [ builtInRoles.serviceBusDataReceiver ]
+}
+
 var appRoles = [ 'initiator', 'processor', 'controller' ]
 
 resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
@@ -172,6 +179,30 @@ module servicebusAccess 'modules/servicebus-access.bicep' = [
     }
   }
 ]
+
+module controllerEventsAccess 'modules/servicebus-topic-access.bicep' = {
+  scope: rg
+  name: 'servicebus-events-access-controller'
+  params: {
+    namespaceName: servicebus.outputs.name
+    topicName: servicebus.outputs.eventsTopicName
+    principalId: identities[indexOf(appRoles, 'controller')].outputs.principalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionIds: eventGrants.controller
+  }
+}
+
+module developerEventsAccess 'modules/servicebus-topic-access.bicep' = if (!empty(principalId)) {
+  scope: rg
+  name: 'servicebus-events-access-developer'
+  params: {
+    namespaceName: servicebus.outputs.name
+    topicName: servicebus.outputs.eventsTopicName
+    principalId: principalId
+    principalType: principalType
+    roleDefinitionIds: eventGrants.developer
+  }
+}
 
 module developerStorageAccess 'modules/storage-access.bicep' = if (!empty(principalId)) {
   scope: rg

@@ -62,6 +62,8 @@ class BatchRequest:
     idempotency_key: str | None = None
     checkpoint: Callable[[], None] | None = None
     """Called while parsing; raises to stop the intake (the client has hung up)."""
+    callback: str | None = None
+    """A checked webhook URL for the batch's outcome (shared.events.callback_urls)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,14 @@ class BatchAcceptance:
         version, pricebook = self._pricebooks.current()
 
         def begin() -> Publication:
-            intent = BatchIntent(new_batch_id(), request.priority, version, utc_now(), key_hash)
+            intent = BatchIntent(
+                new_batch_id(),
+                request.priority,
+                version,
+                utc_now(),
+                key_hash,
+                callback=request.callback,
+            )
             return self._publisher.begin(intent)
 
         publication, totals = self._read_any_way(body, request, pricebook, begin)

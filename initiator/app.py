@@ -30,6 +30,7 @@ from initiator.routes import (
     batches,
     control,
     dashboard,
+    event_webhooks,
     health,
     invoices,
     live,
@@ -103,6 +104,7 @@ def create_app(
     app.include_router(dashboard.page_router)
     app.include_router(dashboard.data_router)
     app.include_router(live.router)
+    app.webhooks.include_router(event_webhooks.router)  # what callbacks receive (documented)
     app.mount("/static", AssetFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])

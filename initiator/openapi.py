@@ -59,7 +59,11 @@ def api_document(app: FastAPI) -> dict[str, Any]:
     """The app's OpenAPI document, built once and kept (as FastAPI keeps its own)."""
     if app.openapi_schema is None:
         document = get_openapi(
-            title=app.title, version=app.version, description=app.description, routes=app.routes
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+            webhooks=app.webhooks.routes,
         )
         _describe_errors(document)
         app.openapi_schema = document
@@ -75,6 +79,9 @@ def _describe_errors(document: dict[str, Any]) -> None:
                 responses.setdefault("503", _UNAVAILABLE)
             if "422" in responses:
                 responses["422"] = _INVALID
+    for operations in document.get("webhooks", {}).values():
+        for operation in operations.values():  # what a receiver answers: 2xx or a retry
+            operation.get("responses", {}).pop("422", None)
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for name in _FASTAPI_VALIDATION_MODELS:
         schemas.pop(name, None)

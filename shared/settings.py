@@ -195,6 +195,29 @@ class Settings(BaseSettings):
     #: most 20 receives a trigger. 0: the back-off grows from the first empty receive.
     controller_wake_hold_ms: int = Field(default=1000, ge=0)
 
+    # --- batch events (controller.events, docs/events.md) ---------------------------------
+    #: The topic each batch outcome is published on as a CloudEvent.
+    events_topic: str = "batch-events"
+    #: How often the controller's relay looks for events to publish and deliveries due (a
+    #: query of an index in the warehouse; no storage request).
+    events_relay_poll_seconds: float = Field(default=1.0, gt=0)
+    #: The Standard Webhooks secret every delivery is signed with, ``whsec_<base64>``;
+    #: unset: no webhook is sent (events still go to the topic).
+    webhook_secret: SecretStr | None = None
+    #: URLs every batch event is delivered to, besides each batch's own ``callback``.
+    webhook_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    #: Seconds before each attempt of a delivery, the first counted from the event; each
+    #: wait is lengthened by up to ``webhook_retry_jitter`` of itself at random. The default
+    #: is Standard Webhooks' own schedule: 8 attempts over at least 27 hours.
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
+        default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
+    )
+    webhook_retry_jitter: float = Field(default=0.2, ge=0, lt=1)
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    #: Networks a callback URL may resolve into although they are private, loopback or
+    #: link-local (e.g. ``127.0.0.0/8`` for a local demo); none by default.
+    callback_allowed_networks: Annotated[list[str], NoDecode] = Field(default_factory=list)
+
     # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
     startup_timeout_seconds: float = Field(default=300.0, gt=0)
     #: a file the processor and controller touch while healthy (shared.liveness); unset: none
@@ -237,7 +260,14 @@ class Settings(BaseSettings):
             )
         return self
 
-    @field_validator("api_keys", "processor_priorities", mode="before")
+    @field_validator(
+        "api_keys",
+        "processor_priorities",
+        "webhook_urls",
+        "webhook_retry_schedule",
+        "callback_allowed_networks",
+        mode="before",
+    )
     @classmethod
     def _comma_separated(cls, value: object) -> object:
         return _split_csv(value)

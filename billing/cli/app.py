@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "billing.cli.batches": ("generate", "submit", "pricebook"),
     "billing.cli.operate": ("release", "hold"),
     "billing.cli.poison": ("poison",),
+    "billing.cli.events": ("events",),
     "billing.cli.demo": ("demo",),
     "billing.cli.reports": ("status", "invoices", "warehouse"),
     "billing.cli.bench": ("bench",),

@@ -82,5 +82,28 @@ resource controllerRule 'Microsoft.ServiceBus/namespaces/topics/subscriptions/ru
   }
 }
 
+// Batch events (docs/events.md): the controller's relay publishes one CloudEvent per batch
+// outcome here, with a sender role on this topic only (main.bicep). `tail` is the
+// subscription `billing events tail` reads, taking every event (its `$Default` rule);
+// subscribers add their own, filtered on the `type` property if they like.
+resource eventsTopic 'Microsoft.ServiceBus/namespaces/topics@2024-01-01' = {
+  parent: namespace
+  name: 'batch-events'
+  // Kept for a day unread; receivers de-duplicate on the CloudEvent's id (at least once).
+  properties: { defaultMessageTimeToLive: 'P1D' }
+}
+
+resource tailSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@2024-01-01' = {
+  parent: eventsTopic
+  name: 'tail'
+  properties: {
+    maxDeliveryCount: 10
+    lockDuration: 'PT1M'
+    defaultMessageTimeToLive: 'P1D'
+    deadLetteringOnMessageExpiration: false
+  }
+}
+
 output name string = namespace.name
+output eventsTopicName string = eventsTopic.name
 output fullyQualifiedNamespace string = '${namespace.name}.servicebus.windows.net'

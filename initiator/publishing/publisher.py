@@ -62,6 +62,7 @@ class BatchIntent:
     pricebook_version: str
     received_at: datetime
     idempotency_key_hash: str | None = None
+    callback: str | None = None  # the sender's webhook URL for the batch's outcome
 
 
 class Publisher:
@@ -248,6 +249,7 @@ class Publication:
             received_at=intent.received_at,
             updated_at=utc_now(),
             idempotency_key_hash=intent.idempotency_key_hash,
+            callback=intent.callback,
         )
 
     def _save(self, **changes: object) -> None:

@@ -24,6 +24,7 @@ from initiator.acceptance import BatchRequest
 from initiator.auth import require_api_key
 from initiator.body import BlockingBody
 from initiator.body_pace import BodyPace
+from initiator.callbacks import refuse_callback
 from initiator.dependencies import Services, get_services
 from initiator.disconnect import unless_client_leaves
 from initiator.errors import problem, too_large
@@ -60,10 +61,18 @@ async def submit_batch(
             description="same key and same body: the same batch, never processed twice",
         ),
     ] = None,
+    callback: Annotated[
+        str | None,
+        Query(description="a URL to POST the batch's outcome event to (docs/events.md)"),
+    ] = None,
     services: Services = Depends(get_services),
 ) -> Any:
     """Take a batch file (CSV or JSON Lines, optionally gzip): 202 once it is on the queues."""
     settings = services.settings
+    if callback is not None:
+        refused = await anyio.to_thread.run_sync(refuse_callback, callback, settings)
+        if refused is not None:
+            return refused  # before reading a byte
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -79,6 +88,7 @@ async def submit_batch(
         content_encoding=request.headers.get("content-encoding"),
         idempotency_key=idempotency_key,
         checkpoint=body.checkpoint,
+        callback=callback,
     )
     slots: IntakeSlots = request.app.state.intake_slots
     accept = partial(services.acceptance.accept, body, batch)

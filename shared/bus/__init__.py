@@ -6,18 +6,21 @@ from shared.bus.ports import TriggerBus
 from shared.settings import Settings
 
 
-def open_bus(settings: Settings) -> TriggerBus:
+def open_bus(settings: Settings, topic: str | None = None) -> TriggerBus:
     """Service Bus when a connection string or namespace is set, else the embedded bus;
-    under ``BILLING_FAULTS``, wrapped in its fault plan (:mod:`shared.faults.bus`)."""
+    under ``BILLING_FAULTS``, wrapped in its fault plan (:mod:`shared.faults.bus`).
+    ``topic``: default the trigger topic; the batch events have their own
+    (``settings.events_topic``)."""
+    topic = topic or settings.trigger_topic
     bus: TriggerBus
     if settings.uses_servicebus:
         from shared.bus.servicebus import ServiceBusTriggerBus
 
-        bus = ServiceBusTriggerBus.from_settings(settings)
+        bus = ServiceBusTriggerBus.from_settings(settings, topic)
     else:
         from shared.bus.embedded import EmbeddedTriggerBus
 
-        bus = EmbeddedTriggerBus(settings.data_dir / "bus", settings.trigger_topic)
+        bus = EmbeddedTriggerBus(settings.data_dir / "bus", topic)
     if settings.faults is None:
         return bus
     from shared.faults.apply import with_bus_faults

@@ -55,6 +55,9 @@ class BatchRecord(BaseModel):
     body_sha256: str | None = None
     control_totals: ControlTotals | None = None
     idempotency_key_hash: str | None = None
+    callback: str | None = Field(
+        default=None, description="the sender's webhook URL for the batch's outcome event"
+    )
     # Written by the controller when it closes the batch (copied from the warehouse row).
     completed_at: datetime | None = None
     warehouse_totals: ControlTotals | None = None

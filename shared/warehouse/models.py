@@ -1,4 +1,4 @@
-"""The warehouse tables: batches, charges, invoices and the applied-chunk marks.
+"""The warehouse tables: batches, charges, invoices, the applied-chunk marks and the event outbox.
 
 Every amount is an integer of the currency's minor unit (``BIGINT``), never a float or a
 decimal: the processors rate in integers and the warehouse only ever adds them. The schema
@@ -14,9 +14,11 @@ from sqlalchemy import (
     BigInteger,
     CheckConstraint,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
+    Text,
     UniqueConstraint,
     false,
 )
@@ -27,6 +29,8 @@ from shared.warehouse.types import UInt64, UtcDateTime
 
 #: Batch, transaction, customer, SKU and region ids are 1-64 characters.
 ID_LENGTH = 64
+#: The longest callback URL a sender may give.
+CALLBACK_LENGTH = 2048
 BATCH_STATUSES = tuple(status.value for status in WAREHOUSE_STATUSES)
 
 
@@ -84,6 +88,8 @@ class Batch(Base):
     #: set when one of its chunks is recorded failed, so that a tally of a batch without
     #: failures never queries the chunks table for them (controller.completion).
     has_failed_chunks: Mapped[bool] = mapped_column(server_default=false())
+    #: the sender's callback URL (``POST /batches?callback=``), copied from the batch record
+    callback: Mapped[str | None] = mapped_column(String(CALLBACK_LENGTH))
 
 
 class Charge(Amounts, Base):
@@ -141,3 +147,56 @@ class AppliedChunk(Base):
     # (shared.warehouse.id_checksum_halves: two 32-bit halves, so that SQL can sum them).
     id_checksum_high: Mapped[int] = mapped_column(BigInteger)
     id_checksum_low: Mapped[int] = mapped_column(BigInteger)
+
+
+class OutboxEvent(Base):
+    """A batch event to publish (the outbox): written in the transaction that closes the
+    batch, published by the controller's relay, which sets ``published_at`` only after the
+    bus took it (controller.events). One row per outcome: the id is derived from it."""
+
+    __tablename__ = "batch_events"
+    __table_args__ = (
+        UniqueConstraint("batch_id", "type"),
+        # The relay's question, "what is not published yet", reads only this index.
+        Index("ix_batch_events_pending", "published_at", "created_at"),
+    )
+
+    event_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    batch_id: Mapped[str] = mapped_column(String(ID_LENGTH))
+    type: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    #: the CloudEvent, exactly the bytes published and signed (shared.contracts.batch_event)
+    body: Mapped[str] = mapped_column(Text)
+    published_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class WebhookDelivery(Base):
+    """One event to one URL: its state and when it is next tried (controller.events.webhooks)."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "url"),
+        Index("ix_webhook_deliveries_due", "state", "next_attempt_at"),
+    )
+
+    delivery_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    event_id: Mapped[str] = mapped_column(ForeignKey("batch_events.event_id"))
+    url: Mapped[str] = mapped_column(String(CALLBACK_LENGTH))
+    #: ``pending`` (tried at ``next_attempt_at``), ``delivered`` or ``gave_up``
+    state: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    delivered_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class DeliveryAttempt(Base):
+    """One HTTP request of a delivery and its answer (``billing events deliveries``)."""
+
+    __tablename__ = "webhook_attempts"
+
+    attempt_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[int] = mapped_column(ForeignKey("webhook_deliveries.delivery_id"))
+    attempted_at: Mapped[datetime] = mapped_column(UtcDateTime)
+    #: the HTTP status, or null when no answer came (refused, timed out, URL not allowed)
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(512))

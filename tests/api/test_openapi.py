@@ -96,3 +96,36 @@ def test_error_answers_are_problem_details(
     body = response.json()
     assert set(body) == set(ProblemDetails.model_fields)
     assert ProblemDetails.model_validate(body).status == status
+
+
+def test_the_batch_event_a_callback_receives_is_in_the_webhooks_section(
+    document: dict[str, Any],
+) -> None:
+    operation = document["webhooks"]["batch-event"]["post"]
+    body = operation["requestBody"]["content"]["application/cloudevents+json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/BatchEvent"}
+    headers = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+    assert headers == {"webhook-id", "webhook-timestamp", "webhook-signature"}
+    event = document["components"]["schemas"]["BatchEvent"]
+    assert event["properties"]["type"]["enum"] == [
+        "billing.batch.completed",
+        "billing.batch.failed",
+        "billing.batch.abandoned",
+    ]
+    # Every reference in the document resolves (no 422 to a model the document dropped).
+    references = set(_references(document))
+    assert references <= {
+        f"#/components/schemas/{name}" for name in document["components"]["schemas"]
+    }
+
+
+def _references(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "$ref":
+                yield value
+            else:
+                yield from _references(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _references(item)

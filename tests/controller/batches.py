@@ -80,6 +80,7 @@ def publish_batch(
     *,
     chunk_size: int,
     control: ControlTotals | None = None,
+    callback: str | None = None,
 ) -> PublishedBatch:
     """Write the accepted batch record and every chunk's result blob; return the messages."""
     chunks = [transactions[i : i + chunk_size] for i in range(0, len(transactions), chunk_size)]
@@ -96,6 +97,7 @@ def publish_batch(
             transactions=len(transactions),
             chunks=len(chunks),
             control_totals=control or control_totals(transactions),
+            callback=callback,
         )
     )
     rater = rater_for(book)

@@ -50,7 +50,7 @@ def settings_env(settings: Settings) -> dict[str, str]:
     for name, value in json.loads(settings_to_json(settings)).items():
         if value is None:
             continue
-        text = ",".join(value) if isinstance(value, list) else str(value)
+        text = ",".join(map(str, value)) if isinstance(value, list) else str(value)
         env[f"BILLING_{name.upper()}"] = text
     return env
 

@@ -7,7 +7,7 @@ import sys
 import threading
 from pathlib import Path
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
@@ -19,6 +19,7 @@ from shared.contracts.chunk_result import decode_result
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.warehouse import make_engine
+from shared.warehouse.models import OutboxEvent
 from tests.controller.batches import make_transactions, publish_batch
 from tests.controller.checks import (
     applied_chunk_count,
@@ -120,3 +121,9 @@ def test_when_several_controllers_settle_the_last_chunk_at_once_exactly_one_clos
     assert (row["status"], row["reconciled"]) == ("completed", True)
     # Every contender reports the winner's completion time, not one of its own.
     assert {outcome.row.completed_at for outcome in outcomes if outcome} == {row["completed_at"]}
+    # The winner's close wrote the outcome's one event, in its transaction.
+    with warehouse.connect() as connection:
+        events = connection.execute(
+            select(OutboxEvent.type).where(OutboxEvent.batch_id == batch.batch_id)
+        ).all()
+    assert [event.type for event in events] == ["billing.batch.completed"]

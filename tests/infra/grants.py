@@ -22,6 +22,8 @@ from tests.infra.bicep import INFRA_DIR, BicepFile, Evaluator, unwrap
 ACCESS_MODULES = {
     "modules/storage-access.bicep": "storage",
     "modules/servicebus-access.bicep": "servicebus",
+    # roles on the batch-events topic only, named ``servicebus-events-access-<principal>``
+    "modules/servicebus-topic-access.bicep": "servicebus-events",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from billing.cli.events import TAIL_SUBSCRIPTION
 from controller.worker import CONTROLLER_SUBSCRIPTION
 from processor.subscriptions import subscription_specs
 from shared.domain.priority import PRIORITIES
@@ -83,14 +84,27 @@ def servicebus() -> BicepFile:
     return BicepFile.parse(INFRA_DIR / "modules" / "servicebus.bicep")
 
 
-def test_the_topic_is_the_trigger_topic() -> None:
+def test_the_topics_are_the_trigger_and_the_events_topic() -> None:
     topics = instances(servicebus(), "Microsoft.ServiceBus/namespaces/topics", {})
-    assert [t["name"] for t in topics] == [SETTINGS.trigger_topic]
+    assert [t["name"] for t in topics] == [SETTINGS.trigger_topic, SETTINGS.events_topic]
+
+
+def subscriptions_of(file: BicepFile, topic: str) -> list[dict[str, Any]]:
+    found = instances(file, "Microsoft.ServiceBus/namespaces/topics/subscriptions", {})
+    return [s for s in found if s["parent"] == topic]
+
+
+def test_the_events_topic_has_the_subscription_billing_events_tail_reads() -> None:
+    file = servicebus()
+    [tail] = subscriptions_of(file, SETTINGS.events_topic)
+    assert tail["name"] == TAIL_SUBSCRIPTION
+    rules = instances(file, "Microsoft.ServiceBus/namespaces/topics/subscriptions/rules", {})
+    assert not [r for r in rules if r["parent"] == TAIL_SUBSCRIPTION]  # $Default: every event
 
 
 def test_subscriptions_and_their_rules_are_what_the_roles_open() -> None:
     file = servicebus()
-    subscriptions = instances(file, "Microsoft.ServiceBus/namespaces/topics/subscriptions", {})
+    subscriptions = subscriptions_of(file, SETTINGS.trigger_topic)
     rules = instances(file, "Microsoft.ServiceBus/namespaces/topics/subscriptions/rules", {})
     declared: dict[str, list[dict[str, str]]] = {s["name"]: [] for s in subscriptions}
     for rule in rules:

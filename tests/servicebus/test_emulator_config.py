@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from azure.servicebus import ServiceBusClient, ServiceBusMessage
 
+from billing.cli.events import TAIL_SUBSCRIPTION
 from tests.support.sb_broker.emulator_config import (
     EmulatorConfig,
     EmulatorConfigError,
@@ -21,8 +22,8 @@ PROJECT_CONFIG = Path(__file__).parents[2] / "infra" / "servicebus-emulator" / "
 def test_the_projects_config_declares_the_trigger_topic_and_its_subscriptions() -> None:
     config = EmulatorConfig.read(PROJECT_CONFIG)
     assert config.namespace == "sbemulatorns"
-    assert config.topics == ("triggers",)
-    declared = {s.name: s for s in config.subscriptions}
+    assert config.topics == ("triggers", "batch-events")
+    declared = {s.name: s for s in config.subscriptions if s.topic == "triggers"}
     assert sorted(declared) == [
         "controller",
         "processors-high",
@@ -33,6 +34,13 @@ def test_the_projects_config_declares_the_trigger_topic_and_its_subscriptions() 
     assert declared["controller"].filters == ({"Kind": "work"},)
     assert declared["controller"].lock_duration == 60.0
     assert declared["controller"].max_delivery_count == 10
+
+
+def test_the_events_topic_has_the_subscription_billing_events_tail_reads() -> None:
+    config = EmulatorConfig.read(PROJECT_CONFIG)
+    [tail] = [s for s in config.subscriptions if s.topic == "batch-events"]
+    assert tail.name == TAIL_SUBSCRIPTION
+    assert tail.filters == ({},)  # every event
 
 
 def test_declared_filters_route_messages_over_the_wire() -> None:

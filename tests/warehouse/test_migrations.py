@@ -21,7 +21,15 @@ from shared.warehouse.id_checksum_halves import join_sums
 from shared.warehouse.migrate import alembic_config, current_revision, head_revision
 from tests.warehouse.conftest import add_batch
 
-TABLES = {"batches", "charges", "invoices", "applied_chunks"}
+TABLES = {
+    "batches",
+    "charges",
+    "invoices",
+    "applied_chunks",
+    "batch_events",
+    "webhook_deliveries",
+    "webhook_attempts",
+}
 
 
 def table_names(url: str) -> set[str]:
@@ -38,7 +46,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0005"
+    assert current_revision(warehouse_url) == head_revision() == "0006"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 

@@ -79,15 +79,16 @@ class ServiceBusTriggerBus:
         self._subscriptions: list[ServiceBusSubscription] = []
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> ServiceBusTriggerBus:
+    def from_settings(cls, settings: Settings, topic: str | None = None) -> ServiceBusTriggerBus:
+        topic = topic or settings.trigger_topic
         if settings.servicebus_connection_string is not None:
             return cls(
-                settings.trigger_topic,
+                topic,
                 connection_string=settings.servicebus_connection_string.get_secret_value(),
                 manage_entities=settings.servicebus_manage_entities,
             )
         return cls(
-            settings.trigger_topic,
+            topic,
             fully_qualified_namespace=settings.servicebus_namespace,
             manage_entities=settings.servicebus_manage_entities,
         )

@@ -1,0 +1,1 @@
+"""What the initiator and the controller both need of the batch events: the callback rule."""
