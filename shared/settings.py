@@ -15,7 +15,7 @@ from typing import Annotated, Any, Self
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from shared.collector import DEFAULT_YOUNG_THRESHOLD
+from shared.gc_tuning import DEFAULT_YOUNG_THRESHOLD
 from shared.contracts.chunk_result import ResultFormat
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
@@ -201,7 +201,7 @@ class Settings(BaseSettings):
     liveness_file: Path | None = None
     liveness_interval_seconds: float = Field(default=10.0, gt=0)
 
-    # --- the Python runtime: the cyclic garbage collector (shared.collector); 0: Python's --
+    # --- the Python runtime: the cyclic garbage collector (shared.gc_tuning); 0: Python's --
     gc_young_threshold: int = Field(default=DEFAULT_YOUNG_THRESHOLD, ge=0)
 
     # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
