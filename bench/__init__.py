@@ -6,6 +6,10 @@
 ``idle``               storage requests per idle hour per processor instance
 ``trigger_latency``    batch accepted → first work item dequeued, trigger vs polling
 ``end_to_end``         POST → warehouse vs the bare one-process loop; hot-path requests
+``rating``             the integer rater vs the Decimal reference rater
+``charge_load``        the plain ORM insert vs the bulk loader, SQLite and PostgreSQL
+``stream``             a stream of batches against one batch of the same size
+``celery_reference``   this project vs a plain Celery setup on the same Azurite
 =====================  ==================================================================
 
 Run them with ``python -m bench [NAME] [--quick]`` or ``billing bench [NAME] [--quick]``

@@ -12,7 +12,7 @@ tables of the same 16 columns and the same two unique keys (``order_id``;
   insert the project's controller does, so the comparison is between the ways of
   distributing the work;
 * ``plain``: :data:`PLAIN_TABLE`, a bare ``executemany`` of the tuples and nothing else, the
-  setup the issue measured Celery with.
+  simplest setup a Celery user writes.
 
 Configured from the environment, because Celery's worker imports this module itself
 (``celery -A bench.celery_app worker``): :data:`BROKER_ENV` is the broker URL,

@@ -62,7 +62,7 @@ from shared import meter
 from shared.domain.pricebook import sample_pricebook
 from shared.warehouse import make_engine, upgrade
 
-#: The issue's Celery setup: the largest chunk whose rows fit one Azure queue message.
+#: A plain Celery setup's chunk: the largest chunk whose rows fit one Azure queue message.
 CHUNK_ROWS = 860
 WORKER_READY_TIMEOUT = 60.0
 RUN_TIMEOUT = 600.0

@@ -6,7 +6,7 @@ The same rated rows (a generated batch, rated by the integer rater) are written 
 fresh warehouse in transactions of one chunk (the default chunk size) each, two ways, in
 alternating rounds on the same database:
 
-* **ORM**: what the reducer did so far: one dict per charge with an aware ``datetime``
+* **ORM**: the insert a SQLAlchemy user writes first: one dict per charge with an aware ``datetime``
   (parsed from the result's text), one ``insert(Charge)`` executemany per chunk;
 * **bulk**: :func:`controller.charge_loader.load_charges`: tuples with the
   timestamp left as text; ``executemany`` on SQLite, ``COPY`` on PostgreSQL.

@@ -28,8 +28,8 @@ from bench.deployment import Deployment
 from processor.work_queues import work_sources
 from processor.worker import rating_step
 from shared import meter
-from shared.collector import tune_collector
 from shared.domain.priority import PRIORITIES
+from shared.gc_tuning import tune_collector
 from shared.listener import Lease, QueueListener
 from shared.listener_settings import listener_config
 from shared.settings import Settings

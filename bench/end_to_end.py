@@ -18,7 +18,7 @@ random seed 7), in one run:
   the same backend.
 
 End to end and the hot path each run twice: with the roles' garbage-collector settings
-(:mod:`shared.collector`) and with Python's own (``BILLING_GC_YOUNG_THRESHOLD=0``).
+(:mod:`shared.gc_tuning`) and with Python's own (``BILLING_GC_YOUNG_THRESHOLD=0``).
 
 The ratio end-to-end / bare says what distribution costs (or, with more cores, gains) on
 this machine: queues, blobs, a trigger, JSON and compression on every chunk, three roles sharing
@@ -245,7 +245,7 @@ def add_collector(
     report.figure("end_to_end.initiator_cpu_us_per_transaction", intake_cpu(demo))
     report.figure("end_to_end_python_gc.initiator_cpu_us_per_transaction", intake_cpu(untuned))
     report.table(
-        "garbage collector: Python's settings against the roles' (shared.collector)",
+        "garbage collector: Python's settings against the roles' (shared.gc_tuning)",
         ["measure", "Python's", "the roles'", "ratio"],
         rows,
     )

@@ -16,7 +16,7 @@ the cost of the work itself, including the empty receives of threads that run ou
 It also gives each role's CPU time on its own (``process_time`` of this process around the
 initiator and the controller, the drain's children for the processor): CPU per transaction
 barely moves when other work shares the machine, unlike the clock. Each role runs with the
-garbage collector as its own process sets it (:mod:`shared.collector`, from
+garbage collector as its own process sets it (:mod:`shared.gc_tuning`, from
 ``gc_young_threshold``), here only around its step, so that the other benchmarks of this
 process keep Python's defaults.
 """
@@ -34,7 +34,7 @@ from sqlalchemy import select
 from bench.deployment import Deployment, batch_file
 from bench.drain import drain
 from shared import meter
-from shared.collector import tune_collector
+from shared.gc_tuning import tune_collector
 from shared.listener_settings import listener_config
 from shared.warehouse import Batch, make_engine
 
@@ -97,7 +97,7 @@ def count_hot_path(deployment: Deployment, transactions: int) -> HotPath:
 
 @contextmanager
 def role_collector(young_threshold: int) -> Iterator[None]:
-    """The collector as a role process sets it (:func:`~shared.collector.tune_collector`),
+    """The collector as a role process sets it (:func:`~shared.gc_tuning.tune_collector`),
     for the block only: Python's thresholds and an unfrozen heap again after it."""
     thresholds = gc.get_threshold()
     tune_collector(young_threshold)

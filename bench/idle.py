@@ -1,5 +1,5 @@
 """What an idle processor instance costs: storage requests and trigger-bus receive calls per idle
-hour, six ways side by side.
+hour, four ways side by side.
 
     python -m bench.idle [--quick] [--backend embedded|azurite] [--window SECONDS]
 
@@ -11,11 +11,6 @@ requests:
 ``naive``         the listener with a fixed 1 s poll and no back-off (``min = max = 1 s``)
 ``backoff``       the default back-off, no trigger: one thread stays, polling at the cap
 ``trigger``       back-off + push trigger: threads retire to zero, only the safety poll
-``per_priority_1s`` back-off + trigger as the processor subscribed before: a subscription
-                  per priority (3), each receiving for 1 s at a time
-``processor_before`` a processor instance as it idled before the work signal, rebuilt from
-                  its parts: every queue's depth and the gate blob (never written: 404) read
-                  each 60 s safety tick, a heartbeat each 60 s, the same subscription
 ``processor``     a whole :class:`~processor.worker.ProcessorWorker` with the defaults: one
                   subscription, 60 s receives; the work signal's ETag read each 120 s tick
                   (the gate only when it moved), every queue's depth once an hour, a
@@ -26,9 +21,9 @@ long it waited: the bus column counts receive calls (on the embedded bus, which 
 receives as Service Bus would bill them: one per call).
 
 The defaults' intervals run from 30 s (back-off cap) to an hour (the processor's full look at
-its queues), too long to watch. So every interval except the two 1 s ones (the naive poll,
-the old receive) is divided by a **time scale** (120 by default, so that the 30 s window is
-one idle hour and holds the hourly look); the requests counted in the window, after a
+its queues), too long to watch. So every interval except the naive poll's 1 s is divided
+by a **time scale** (120 by default, so that the 30 s window is one idle hour and holds the
+hourly look); the requests counted in the window, after a
 warm-up long enough for the back-off to reach its cap, are multiplied back by that scale.
 Since every idle request is paced by one of those intervals, the extrapolation is exact up to
 the requests' own latency (about 1 ms against intervals of 0.25 s and more). The formula for
@@ -37,62 +32,45 @@ the real defaults is printed next to the measurement.
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from multiprocessing.synchronize import Barrier
 from typing import Any, Literal
 
 from bench.deployment import BACKENDS, Backend, open_deployment
 from bench.report import Cell, Report, base_parser
-from processor.subscriptions import INSTANCE_SUBSCRIPTION_IDLE_SECONDS, subscription_specs
 from processor.work_queues import work_sources
 from shared import meter
 from shared.bus import open_bus
-from shared.bus.ports import SubscriptionSpec, TriggerBus
-from shared.bus.subscriber import RECEIVE_SECONDS, TriggerSubscriber
-from shared.contracts.messages import PRIORITY_PROPERTY
-from shared.coordination.gate import read_gate
-from shared.domain.priority import PRIORITIES
+from shared.bus.subscriber import RECEIVE_SECONDS
 from shared.listener import (
     HEARTBEAT_IDLE_SECONDS,
-    Heartbeat,
     ListenerConfig,
     QueueListener,
-    new_instance_id,
 )
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
 
-Variant = Literal["naive", "backoff", "trigger", "per_priority_1s", "processor_before", "processor"]
+Variant = Literal["naive", "backoff", "trigger", "processor"]
 VARIANTS: tuple[Variant, ...] = (
     "naive",
     "backoff",
     "trigger",
-    "per_priority_1s",
-    "processor_before",
     "processor",
 )
 DESCRIPTIONS: dict[Variant, str] = {
     "naive": "fixed 1 s poll, no back-off",
     "backoff": "back-off, no trigger (1 thread at the cap)",
     "trigger": "back-off + trigger (0 threads + 60 s depth scans)",
-    "per_priority_1s": "the same, trigger as before: 3 subscriptions, 1 s receives",
-    "processor_before": "processor instance before: 60 s depth scans, gate reads (404), beats",
-    "processor": "processor instance now: 120 s work-signal HEAD, hourly scan, 5 min beats",
+    "processor": "processor instance: 120 s work-signal HEAD, hourly scan, 5 min beats",
 }
-#: How long a receive blocked before: 1 s, "also the longest a stop waits".
-BEFORE_RECEIVE_SECONDS = 1.0
-#: The old defaults of the processor's idle intervals (safety poll = gate poll, heartbeat).
-BEFORE_SAFETY_POLL_SECONDS = 60.0
-BEFORE_HEARTBEAT_IDLE_SECONDS = 60.0
+#: The trigger variant's safety tick: a depth query of every queue each time.
+TRIGGER_SAFETY_POLL_SECONDS = 60.0
 HOUR = 3600.0
 
 
@@ -170,7 +148,7 @@ def scaled_options(variant: Variant, scale: float, settings: Settings) -> dict[s
         "backoff_min_idle": defaults.backoff_min_idle / scale,
         "backoff_delta": defaults.backoff_delta / scale,
         "backoff_max_idle": defaults.backoff_max_idle / scale,
-        "safety_poll_seconds": BEFORE_SAFETY_POLL_SECONDS / scale,
+        "safety_poll_seconds": TRIGGER_SAFETY_POLL_SECONDS / scale,
         "empty_recheck_seconds": defaults.empty_recheck_seconds / scale,
         "empty_recheck_max_seconds": defaults.empty_recheck_max_seconds / scale,
     }
@@ -206,27 +184,15 @@ def _idle_child(
         barrier.wait(timeout=120)
         worker.start()
         stops.append(worker.stop)
-    elif variant == "processor_before":
-        stops.extend(_start_processor_before(settings, storage, bus, options, timing, barrier))
     else:
         config = listener_config(settings, **options)
         listener = QueueListener(
             work_sources(storage, settings),
             _never_called,
             config,
-            trigger_available=variant in ("trigger", "per_priority_1s"),
+            trigger_available=variant == "trigger",
         )
         barrier.wait(timeout=120)
-        if variant == "per_priority_1s":
-            subscriber = TriggerSubscriber(
-                bus,
-                specs_before(f"idle-bench-{variant}"),
-                on_work=lambda _event: listener.on_work_detected(),
-                on_gate=lambda _event: None,
-                receive_seconds=BEFORE_RECEIVE_SECONDS,
-            )
-            subscriber.start()
-            stops.append(subscriber.stop)
         listener.start()
         stops.append(listener.stop)
     time.sleep(timing.warmup)
@@ -238,78 +204,6 @@ def _idle_child(
     results.put((variant, counted))
     bus.close()
     storage.close()
-
-
-def _start_processor_before(
-    settings: Settings,
-    storage: StorageAccount,
-    bus: TriggerBus,
-    options: dict[str, Any],
-    timing: Timing,
-    barrier: Barrier,
-) -> list[Callable[..., Any]]:
-    """A processor instance idling as before: its listener scanning every queue each safety
-    tick, the gate blob read each tick from a control container where no gate was ever
-    written (each read a 404), a heartbeat each minute, and its one trigger subscription."""
-    listener = QueueListener(
-        work_sources(storage, settings),
-        _never_called,
-        listener_config(settings, **options),
-        trigger_available=True,
-    )
-    instance = new_instance_id()
-    subscriber = TriggerSubscriber(
-        bus,
-        subscription_specs(instance, list(PRIORITIES), per_instance=True),
-        on_work=lambda _event: listener.on_work_detected(),
-        on_gate=lambda _event: None,
-        receive_seconds=RECEIVE_SECONDS / timing.scale,
-    )
-    heartbeat = Heartbeat(
-        storage.table(settings.heartbeats_table),
-        listener.state,
-        role="processor",
-        instance_id=instance,
-        busy_interval=10.0 / timing.scale,
-        idle_interval=BEFORE_HEARTBEAT_IDLE_SECONDS / timing.scale,
-    )
-    no_gate = storage.container(f"{settings.control_container}-nogate")
-    no_gate.create()
-    stopping = threading.Event()
-
-    def poll_gate() -> None:
-        while not stopping.wait(BEFORE_SAFETY_POLL_SECONDS / timing.scale):
-            read_gate(no_gate)
-
-    gate_poll = threading.Thread(target=poll_gate, name="gate-poll-before", daemon=True)
-    barrier.wait(timeout=120)
-    heartbeat.start()
-    subscriber.start()
-    read_gate(no_gate)
-    listener.start()
-    gate_poll.start()
-
-    def stop(timeout: float) -> None:
-        stopping.set()
-        gate_poll.join(timeout)
-        subscriber.stop(timeout)
-        listener.stop(timeout)
-        heartbeat.stop()
-
-    return [stop]
-
-
-def specs_before(instance_id: str) -> list[SubscriptionSpec]:
-    """The processor's trigger subscriptions before they became one: one per priority."""
-    digest = hashlib.sha256(instance_id.encode()).hexdigest()[:16]
-    return [
-        SubscriptionSpec(
-            name=f"proc-{p}-{digest}",
-            rules=({PRIORITY_PROPERTY: p},),
-            auto_delete_idle_seconds=INSTANCE_SUBSCRIPTION_IDLE_SECONDS,
-        )
-        for p in PRIORITIES
-    ]
 
 
 def _never_called(_lease: object) -> None:
@@ -333,8 +227,7 @@ def add_results(
         storage = {k: v for k, v in counts[variant].items() if not k.startswith("bus.")}
         scale = 1.0 if variant == "naive" else timing.scale
         per_hour[variant] = meter.total(storage) * HOUR / (timing.window * scale)
-        # The old 1 s receive is not scaled; the processor's 60 s one is.
-        bus_scale = timing.scale if variant.startswith("processor") else 1.0
+        bus_scale = timing.scale if variant == "processor" else 1.0
         receives = counts[variant].get("bus.receive", 0)
         bus_per_hour[variant] = receives * HOUR / (timing.window * bus_scale)
         rows.append(
@@ -356,48 +249,36 @@ def add_results(
         rows,
     )
     naive = per_hour["naive"]
-    for variant in ("backoff", "trigger", "processor_before", "processor"):
+    for variant in ("backoff", "trigger", "processor"):
         ratio = naive / per_hour[variant] if per_hour[variant] else float("inf")
         report.figure(f"naive_over_{variant}", ratio if ratio != float("inf") else 0.0)
-    idle_before, idle_now = per_hour["processor_before"], per_hour["processor"]
-    report.figure("processor_before_over_processor", idle_before / idle_now if idle_now else 0.0)
     report.conclude(
-        f"an idle processor instance: {idle_before:,.0f} storage requests/h before, "
-        f"{idle_now:,.0f}/h now ({idle_before / max(idle_now, 1):.0f}x fewer; target <= 60)"
+        f"an idle processor instance: {per_hour['processor']:,.0f} storage requests/h "
+        f"(target <= 60), {bus_per_hour['processor']:,.0f} trigger receive calls/h "
+        "(billed per call on Service Bus)"
     )
-    before, after = bus_per_hour["per_priority_1s"], bus_per_hour["processor"]
-    report.figure("bus_receives_before_over_after", before / after if after else 0.0)
     report.conclude(
         f"naive polling costs {naive / max(per_hour['backoff'], 1):.0f}x the back-off and "
         f"{naive / max(per_hour['trigger'], 1):.0f}x back-off + trigger "
         f"({naive * 22 / queues:,.0f} requests per queue in 22 idle hours)"
     )
     report.conclude(
-        f"trigger receive calls (billed per call on Service Bus): {before:,.0f}/h before, "
-        f"{after:,.0f}/h now, {before / max(after, 1):.0f}x fewer; 10 idle processors make "
-        f"{10 * 24 * after:,.0f} a day instead of {10 * 24 * before:,.0f}"
-    )
-    report.conclude(
         "formula (defaults): naive = queues x 3,600; back-off = queues x 3,600 / 30 s cap; "
-        "trigger = queues x 3,600 / 60 s safety poll (a depth query per queue); the processor "
-        "before added 60 heartbeat writes and 60 gate reads per hour; now = 3,600 / 120 s "
+        "trigger = queues x 3,600 / 60 s safety poll (a depth query per queue); processor = "
+        "3,600 / 120 s "
         "(work-signal HEADs) + 3,600 / 300 s (heartbeats) + queues x 1 (the hourly look); "
-        "bus receives = subscriptions x 3,600 / receive seconds (before 3 x 3,600 / 1 s, "
-        "now 1 x 3,600 / 60 s)"
+        "bus receives = subscriptions x 3,600 / receive seconds (1 x 3,600 / 60 s)"
     )
 
 
 def expected_per_hour(queues: int, settings: Settings) -> dict[Variant, float]:
     """The defaults' formula: storage requests per idle hour of each variant."""
     defaults = ListenerConfig()
-    trigger = queues * HOUR / BEFORE_SAFETY_POLL_SECONDS
-    gate_reads = HOUR / BEFORE_SAFETY_POLL_SECONDS
+    trigger = queues * HOUR / TRIGGER_SAFETY_POLL_SECONDS
     return {
         "naive": queues * HOUR / 1.0,
         "backoff": queues * HOUR / defaults.backoff_max_idle,
         "trigger": trigger,
-        "per_priority_1s": trigger,
-        "processor_before": trigger + HOUR / BEFORE_HEARTBEAT_IDLE_SECONDS + gate_reads,
         "processor": HOUR / settings.safety_poll_seconds
         + HOUR / HEARTBEAT_IDLE_SECONDS
         + queues * HOUR / settings.quiet_rescan_seconds,
@@ -407,8 +288,6 @@ def expected_per_hour(queues: int, settings: Settings) -> dict[Variant, float]:
 def expected_receives_per_hour() -> dict[Variant, float]:
     """The formula for trigger-bus receive calls per idle hour (variants with a trigger)."""
     return {
-        "per_priority_1s": len(PRIORITIES) * HOUR / BEFORE_RECEIVE_SECONDS,
-        "processor_before": HOUR / RECEIVE_SECONDS,
         "processor": HOUR / RECEIVE_SECONDS,
     }
 

@@ -27,17 +27,12 @@ BENCHMARKS: dict[str, str] = {
     "intake": "intake throughput vs a plain csv parse; initiator peak RSS on a large batch",
     "scaling": "items/s by dequeue threads per process: justifies BILLING_SCALING_RULE",
     "idle": "storage requests per idle hour per processor instance, four ways",
-    "empty_receives": "processor requests per 1,000 tx while items trickle in, fixed vs growing",
-    "idle_tail": "a processor's requests after a batch until it retires, every round vs rescan",
     "trigger_latency": "batch accepted → first work item dequeued, trigger vs polling",
     "end_to_end": "end-to-end throughput vs the bare pipeline; hot-path requests",
     "rating": "integer rater vs Decimal rater, per transaction and per chunk",
-    "charge_load": "ORM insert vs bulk loader of charges, SQLite and PostgreSQL",
-    "controllers": "1 vs 2 controllers on the same results, SQLite and PostgreSQL",
-    "write_turns": "end to end with and without the controller's write turns (SQLite)",
+    "charge_load": "plain ORM insert vs the bulk loader of charges, SQLite and PostgreSQL",
     "stream": "a stream of batches back to back against one batch of the same size",
     "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
-    "reconciliation": "closing a batch: reconciliation per row vs per batch, SQLite and PostgreSQL",
 }
 #: Benchmarks that need Azurite whatever their options (the smoke test runs them apart).
 NEEDS_AZURITE = frozenset({"celery_reference"})

@@ -21,7 +21,7 @@ import logging
 
 from billing.deployment import Deployment
 from shared.bus.in_process import InProcessTriggerBus
-from shared.collector import tune_collector
+from shared.gc_tuning import tune_collector
 from shared.lifecycle import Shutdown
 from shared.provision import ensure_resources
 from shared.settings import Settings

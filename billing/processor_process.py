@@ -18,8 +18,8 @@ from types import FrameType
 
 from billing.deployment import Deployment
 from processor.supervisor import ProcessorSupervisor
-from shared.collector import tune_collector
 from shared.domain.priority import Priority
+from shared.gc_tuning import tune_collector
 from shared.lifecycle import Shutdown
 from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings

@@ -10,13 +10,12 @@ drivers' own bulk paths cost a fraction of that:
 * **SQLite**: a version 3 result (:mod:`shared.contracts.result_table`) is an SQLite
   database image: :func:`attached_result` attaches it to the warehouse connection and
   :func:`copy_charges` copies its rows with one ``INSERT … SELECT`` (per run of
-  consecutive order ids), all in SQLite: no Python object per row, 0.7 µs a row against
-  2.1 for decoding a JSON result and inserting its tuples (``bench/README.md``, "Issue 12,
-  session 17"). Rows given as tuples go in as ``INSERT … VALUES`` of two thousand tuples
-  a statement on the driver's connection (:mod:`shared.warehouse.sqlite_rows`): sqlite3
-  binds every value in C and steps once per statement; ``executemany``, stepping once per
-  row, waited for the GIL before every row whenever another thread of the controller ran
-  Python.
+  consecutive order ids), all in SQLite: no Python object per row (about a third of the
+  CPU of decoding a JSON result and inserting its tuples: ``bench.end_to_end``). Rows given
+  as tuples go in as ``INSERT … VALUES`` of two thousand tuples a statement on the driver's
+  connection (:mod:`shared.warehouse.sqlite_rows`): sqlite3 binds every value in C and
+  steps once per statement, where ``executemany`` steps, and waits for the GIL, once per
+  row whenever another thread of the controller runs Python.
 
 Rows are tuples in :data:`COLUMNS` order, ready for the database: integers and strings,
 and ``occurred_at`` already the UTC text the warehouse stores

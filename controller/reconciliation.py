@@ -20,14 +20,14 @@ checksum costs one row per chunk:
   and the insert: the reducer passes the rows through untouched (no Python code runs per
   row), and the count and invoices below still catch a row it lost or added.
 
-What the checksum no longer proves is that the rows still hold those ids: it is not
+What the checksum does not prove is that the rows still hold those ids: it is not
 recomputed from ``charges``. A charge row deleted or added behind the controller's back is
 caught by the count (and its invoice, below); one whose quantity or amounts were altered,
 by the quantity sum or its invoice; but a row whose ``transaction_id`` alone was rewritten
 to an id not in the batch, leaving count, quantity and amounts as they were, is **not**
 caught at close. (The unique key ``(batch_id, transaction_id)`` still forbids rewriting it
-to an id the batch already holds.) Proving the stored ids would mean hashing every one of
-them again, per row, which is what the close used to do.
+to an id the batch already holds.) Proving the stored ids would mean reading and hashing
+every one of them again, per row, at every close.
 
 The second check is internal: every invoice (the running sum the reducer upserts chunk by
 chunk) must equal the sum of its charges, figure by figure — in the same SQL statement,

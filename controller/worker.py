@@ -87,10 +87,7 @@ def controller_listener_config(settings: Settings) -> ListenerConfig:
     gentler back-off (``BILLING_CONTROLLER_BACKOFF_*``), held at its first step for a while
     after each trigger (``BILLING_CONTROLLER_WAKE_HOLD_MS``: the batch's results follow)."""
     config = listener_settings.listener_config(
-        settings,
-        backoff_min_idle=settings.controller_backoff_min_idle_ms / 1000,
-        backoff_delta=settings.controller_backoff_delta_ms / 1000,
-        wake_hold=settings.controller_wake_hold_ms / 1000,
+        settings, **listener_settings.controller_backoff(settings)
     )
     return config.model_copy(
         update={

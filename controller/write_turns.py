@@ -2,26 +2,17 @@
 
 SQLite lets one connection write at a time. The handlers of a controller that want to write
 while another does wait in SQLite's busy handler, which sleeps between tries (1, 2, 5, …
-up to 100 ms), so the write lock lies idle after each commit until a sleeper wakes. A py-spy
-timeline of the controller during a 500,000-transaction demo found, in 164 of 629 samples
-(26 %), a handler waiting in ``BEGIN IMMEDIATE`` while no handler held the lock or decoded
-a result; with the turns, in 2 of 520. A lock in the process hands the turn over at once.
+up to 100 ms), so the write lock lies idle after each commit until a sleeper wakes. A profile
+of the controller during a large demo finds a quarter of its samples waiting in ``BEGIN
+IMMEDIATE`` while no handler holds the lock or decodes a result; a lock in the process
+hands the turn over at once.
 
-The turn covers decoding the result as well as writing it. The bulk insert
-(:mod:`controller.charge_loader`) used to give the GIL up around every row's
-``sqlite3_step`` and take it back for the next row's values, so a handler decoding at the
-same time (msgspec: work that holds the GIL) made the writer wait for the GIL row after
-row; a lock around the write alone, tried first, left that overlap in place: the writes ran
-slower and the reduce was no faster. The insert now steps once per two thousand rows
-(:mod:`shared.warehouse.sqlite_rows`), and the turns still pay: the reduce of 200,000
-transactions took 1.60 s with them and 1.72 s without (``bench.controllers``, session 14).
-Taken in turn, decoding and writing never compete; what still overlaps is what waits on I/O:
-receiving, fetching the result blob, deleting the message.
-
-Measured (``bench/README.md``): on the reduce alone, every result already waiting, the
-turns gain from nothing to a third (``bench.controllers``, 0.95-1.32x); in the pipeline,
-where results arrive while the processors rate on the same cores, ``bench.write_turns`` ran
-the demo 1.06x as fast (1.09x after the 202), medians of five alternating pairs.
+The turn covers decoding the result as well as writing it: decoding (msgspec) holds the
+GIL, so a handler decoding beside a writer makes the writer wait for the GIL between the
+steps of its insert. Taken in turn, decoding and writing never compete; what still overlaps
+is what waits on I/O: receiving, fetching the result blob, deleting the message.
+``BILLING_CONTROLLER_WRITE_TURNS=false`` lets the handlers meet in the busy handler, to
+compare (``python -m bench.end_to_end`` with it set and unset).
 
 On PostgreSQL the handlers do not take turns: the server does most of a write's work in its
 own process, and several transactions loading at once is what it is built for.

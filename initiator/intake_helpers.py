@@ -7,7 +7,7 @@ so that the first batch does not wait for two Python processes to start and impo
 reader (about 0.3 s each), and it ends with the process. Helpers are spawned,
 not forked: the initiator runs threads (uvicorn, uploads, the sweeper), and a fork copies
 their locks in whatever state they were. Each helper tunes its garbage collector as the
-role does (:mod:`shared.collector`), since it allocates a transaction object per line too.
+role does (:mod:`shared.gc_tuning`), since it allocates a transaction object per line too.
 
 A helper exits when the initiator does, however the initiator ends. The pool's own
 shutdown runs at interpreter exit, which a SIGTERM skips: uvicorn shuts down gracefully and
@@ -33,7 +33,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 from shared.closing import Closing
-from shared.collector import tune_collector
+from shared.gc_tuning import tune_collector
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ file's cap, adds its control totals and, at the last segment of a chunk, stores 
 (its payload document put together from the rows the helpers encoded).
 
 Why segments have a size of their own: a helper holds a segment's transactions as objects
-while it checks them, ~1 KB a line, so chunks twice as large made each helper ~15 MB
-larger on a 1 GB body (bench/README.md, "Issue 12, session 13"); a chunk's size is a
-matter of storage requests, a segment's of memory.
+while it checks them, ~1 KB a line, so a helper's memory grows with what it checks at
+once (``bench.intake`` reports the initiator's peak); a chunk's size is a matter of storage
+requests, a segment's of memory.
 
 It answers only for a file that passes all of that: :func:`read_in_segments` returns the
 control totals, or None when anything is not clean (a bad line, a quote in a CSV file, a

@@ -3,10 +3,9 @@
 A dequeue thread runs up to four handlers (``handler_parallelism``) so that one chunk's
 storage round trips overlap another's rating; each handler holds its whole chunk while it
 rates it (the decoded rows, the rated rows, the result document: ~2 KB a transaction).
-Counted in chunks, memory grew with the chunk size: at 32,000 rows a processor process
-peaked at ~185 MB, against ~120 MB at 16,000. Counted in transactions, a handler waits
-before it fetches its chunk until the others leave room, so memory stays bounded whatever
-the chunk size, and small chunks still overlap as before.
+Counted in chunks, memory would grow with the chunk size. Counted in transactions, a
+handler waits before it fetches its chunk until the others leave room, so memory stays
+bounded whatever the chunk size, and small chunks still overlap.
 """
 
 from __future__ import annotations

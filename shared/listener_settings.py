@@ -1,4 +1,7 @@
-"""The listener's knobs from the ``BILLING_*`` settings (the engine itself never reads them)."""
+"""The listener's knobs from the ``BILLING_*`` settings (the engine itself never reads them).
+
+The one place where the settings' millisecond back-off steps become the listener's seconds.
+"""
 
 from __future__ import annotations
 
@@ -14,12 +17,25 @@ def listener_config(settings: Settings, **overrides: Any) -> ListenerConfig:
         "batch_size": settings.dequeue_batch_size,
         "visibility_timeout": settings.visibility_timeout_seconds,
         "max_dequeue_count": settings.max_dequeue_count,
-        "backoff_min_idle": settings.backoff_min_idle_ms / 1000,
-        "backoff_delta": settings.backoff_delta_ms / 1000,
-        "backoff_max_idle": settings.backoff_max_idle_ms / 1000,
+        "backoff_min_idle": _seconds(settings.backoff_min_idle_ms),
+        "backoff_delta": _seconds(settings.backoff_delta_ms),
+        "backoff_max_idle": _seconds(settings.backoff_max_idle_ms),
         "safety_poll_seconds": settings.safety_poll_seconds,
         "scaling_rule": settings.scaling_rule,
         "max_threads": settings.max_dequeue_threads,
     }
     values.update(overrides)
     return ListenerConfig(**values)
+
+
+def controller_backoff(settings: Settings) -> dict[str, float]:
+    """The controller's own back-off (``BILLING_CONTROLLER_*_MS``) as listener overrides."""
+    return {
+        "backoff_min_idle": _seconds(settings.controller_backoff_min_idle_ms),
+        "backoff_delta": _seconds(settings.controller_backoff_delta_ms),
+        "wake_hold": _seconds(settings.controller_wake_hold_ms),
+    }
+
+
+def _seconds(milliseconds: int) -> float:
+    return milliseconds / 1000

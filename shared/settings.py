@@ -4,27 +4,47 @@ A first run needs none: storage and the trigger bus default to the embedded back
 ``./.billing`` and the warehouse to a SQLite file there. Setting a storage connection string
 (Azurite) or account URL (Azure, with ``DefaultAzureCredential``) switches storage to the
 Azure SDKs; likewise for Service Bus.
+
+Every setting has a tier and a one-line description, from which ``docs/settings.md`` is
+generated (``python -m shared.settings_doc``):
+
+* ``connect``: where storage, the bus and the warehouse are, the API keys, the public URL;
+* ``operate``: limits, timeouts, priorities, processes;
+* ``tune``: the rest, knobs for performance and for measuring it.
+
+Durations are seconds, except the listener back-off's steps, which are milliseconds
+(``*_ms``); :mod:`shared.listener_settings` turns those into the listener's seconds.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from shared.collector import DEFAULT_YOUNG_THRESHOLD
 from shared.contracts.chunk_result import ResultFormat
 from shared.domain.priority import PRIORITIES, Priority
 from shared.faults.spec import FaultSpec
+from shared.gc_tuning import DEFAULT_YOUNG_THRESHOLD
+
+Tier = Literal["connect", "operate", "tune"]
+TIERS: tuple[Tier, ...] = ("connect", "operate", "tune")
 
 #: The largest chunk when neither ``chunk_size`` nor ``max_chunk_size`` is set: a 32,000-row
-#: payload blob is ~575 KB (3.2 MB of JSON) and is rated in well under a second; 200,000
-#: transactions make 10 chunks, not the 15 of a 16,000 cap (bench/README.md, "Issue 12,
-#: session 13").
+#: payload blob is ~575 KB and is rated in well under a second, and a 200,000-transaction
+#: batch makes 10 chunks (``python -m bench.end_to_end``).
 DEFAULT_MAX_CHUNK_SIZE = 32_000
+
+
+def setting(default: Any = None, *, tier: Tier, description: str, **constraints: Any) -> Any:
+    """A settings field with its tier and its one-line meaning (both shown in docs/settings.md)."""
+    extra: dict[str, Any] = {"tier": tier}
+    if "default_factory" in constraints:
+        return Field(description=description, json_schema_extra=extra, **constraints)
+    return Field(default, description=description, json_schema_extra=extra, **constraints)
 
 
 def _split_csv(value: object) -> object:
@@ -39,202 +59,335 @@ class Settings(BaseSettings):
         env_prefix="BILLING_", env_file=".env", extra="ignore", frozen=True
     )
 
-    # --- where things live -------------------------------------------------------------
-    data_dir: Path = Path(".billing")
-    storage_connection_string: SecretStr | None = None
-    storage_account_url: str | None = None
-    servicebus_connection_string: SecretStr | None = None
-    servicebus_namespace: str | None = None
-    #: Create Service Bus subscriptions with the administration client (needs RBAC
-    #: "Azure Service Bus Data Owner"); otherwise they must exist (Bicep, emulator config).
-    servicebus_manage_entities: bool = False
-    warehouse_url: str | None = None
-    #: Create the queues, containers, tables (and topic) at start. Off where Bicep declares
-    #: them and the roles' identities have data rights only (``infra/``).
-    provision_resources: bool = True
-    #: A port where a worker role (processor, controller) answers ``GET /healthz``, for a
-    #: platform's liveness and readiness probes; unset: none.
-    health_port: int | None = Field(default=None, ge=1, le=65535)
-
-    # --- the initiator's HTTP API --------------------------------------------------------
-    api_keys: Annotated[list[SecretStr], NoDecode] = Field(default_factory=list)
-    insecure_local: bool = False
-    host: str = "127.0.0.1"
-    port: int = 8000
-    max_body_bytes: int = 2 * 1024**3
-    #: The batch file after gzip inflation: 1 GiB holds the 1 GB batches the design expects
-    #: and bounds what one small compressed body can make a sample deployment parse.
-    max_decompressed_bytes: int = 1024**3
-    #: Where ``Location`` and ``status_url`` point, e.g. ``https://billing.example.com``;
-    #: unset: relative URLs (``/batches/{id}``). Never taken from the request's ``Host``.
-    public_base_url: str | None = None
-    #: An intake whose record has been silent this long died (a live upload refreshes it
-    #: every minute): the sweeper removes it and frees its Idempotency-Key.
-    orphan_age_seconds: float = Field(default=300.0, gt=0)
-    #: How often a running initiator sweeps orphans (a table query per status each time).
-    orphan_sweep_seconds: float = Field(default=300.0, gt=0)
-
-    # --- hostile clients: every wait of the HTTP API is bounded ------------------------
-    #: A request's headers must be complete this long after its first byte (else 408).
-    request_header_timeout_seconds: float = Field(default=10.0, gt=0)
-    #: ``POST /batches``: the longest wait for the next piece of the body (else 408).
-    request_body_idle_timeout_seconds: float = Field(default=30.0, gt=0)
-    #: ``POST /batches``: the slowest average upload, after an idle timeout's grace (else 408).
-    request_body_min_bytes_per_second: int = Field(default=10_000, ge=1)
-    #: Batches read at once, each on a worker thread of its own; one more is answered 503
-    #: with ``Retry-After`` at once, so intakes never starve the other routes.
-    max_concurrent_intakes: int = Field(default=4, ge=1)
-
-    # --- names of queues, containers, tables, topic --------------------------------------
-    work_queue_prefix: str = "work"
-    partitions: int = Field(default=4, ge=1, le=64)
-    output_queue: str = "results"
-    payload_container: str = "payloads"
-    results_container: str = "results"
-    control_container: str = "control"
-    batches_table: str = "batches"
-    chunks_table: str = "chunks"
-    heartbeats_table: str = "processors"
-    trigger_topic: str = "triggers"
-
-    # --- intake --------------------------------------------------------------------------
-    #: A batch's first chunk; each next one is twice as large, up to ``max_chunk_size``:
-    #: small batches still make enough chunks for every processor, large ones few requests.
-    chunk_size: int = Field(default=2000, ge=1, le=50_000)
-    #: 0 (unset): ``DEFAULT_MAX_CHUNK_SIZE``, or ``chunk_size`` itself when that is set, so
-    #: that an explicit chunk size stays a fixed one. Never below ``chunk_size``.
-    max_chunk_size: int = Field(default=0, ge=0, le=50_000)
-    #: Helper processes that validate a clean CSV or JSON Lines file in runs of lines
-    #: (chunks, or parts of the larger ones) while the request's thread reads, stores and
-    #: checks across them (initiator.segmented_read); a file they do not pass is read
-    #: again by the one reader that words rejections. 0: one per core when there are two
-    #: or more, else none; 1: none (one thread reads every batch). Each helper costs
-    #: ~50 MB once started, which is when a batch first needs a second chunk.
-    intake_processes: int = Field(default=0, ge=0, le=64)
-    #: The most lines a helper validates at once: a chunk larger than this is checked in
-    #: several segments and stored as one, so that a helper's memory (~1 KB a line while it
-    #: checks) does not grow with ``max_chunk_size``.
-    intake_segment_lines: int = Field(default=16_000, ge=1, le=50_000)
-
-    # --- listeners --------------------------------------------------------------------
-    dequeue_batch_size: int = Field(default=32, ge=1, le=32)
-    #: A processor's receives take at most this many work items: one to rate while the
-    #: next one's payload downloads. A chunk takes a tenth of a second or more to rate, so
-    #: items taken beyond that only wait in this process while another one idles: with 32
-    #: the two processes of the 200,000-transaction demo finished 0.1-0.23 s apart, with
-    #: 1 or 2 within 0.07 s (bench/README.md, "Issue 12, session 18").
-    processor_dequeue_batch_size: int = Field(default=2, ge=1, le=32)
-    visibility_timeout_seconds: int = Field(default=60, ge=1, le=7 * 24 * 3600)
-    max_dequeue_count: int = Field(default=5, ge=1)
-    backoff_delta_ms: int = Field(default=100, ge=1)
-    backoff_min_idle_ms: int = Field(default=100, ge=0)
-    backoff_max_idle_ms: int = Field(default=30_000, ge=1)
-    #: with the trigger, the idle tick: a read of the work signal (processors), or of every
-    #: queue's depth; a lost trigger waits at most this long (bench/README.md, "idle")
-    safety_poll_seconds: float = Field(default=120.0, gt=0)
-    #: an idle processor's full look at every queue, for work whose trigger and work
-    #: signal were both lost (a crash between sending work items and the signal)
-    quiet_rescan_seconds: float = Field(default=3600.0, gt=0)
-    #: a processor asks a queue it found empty again only this long after that answer,
-    #: whether its threads are busy on other queues or backing off (new work comes with a
-    #: trigger naming the queue and with the work signal; this is for a crashed peer's
-    #: messages whose lease ran out, and work whose trigger was lost). The default is the
-    #: back-off cap: a thread asks each empty queue once at the start of its back-off and
-    #: once before it retires, instead of in every one of its ~9 rounds, and a thread rating
-    #: normal work does not ask the empty high queues between chunks (bench/README.md,
-    #: "empty receives").
-    idle_rescan_seconds: float = Field(default=30.0, gt=0)
-    #: depth threshold → thread count, e.g. "0:1,64:2,512:4" (see shared.listener.scaling).
-    #: One thread per process by default: on the 2-core reference machine no thread count
-    #: beat one (whose 4 handlers already overlap I/O) and each extra thread cost CPU and
-    #: requests (bench/README.md, "scaling"); raise it where storage latency is higher.
-    scaling_rule: str = "0:1"
-    max_dequeue_threads: int = Field(default=8, ge=1)
-    processor_priorities: Annotated[list[Priority], NoDecode] = Field(
-        default_factory=lambda: list(PRIORITIES)
+    # --- connect: where things live, who may call -------------------------------------
+    data_dir: Path = setting(
+        Path(".billing"), tier="connect", description="folder of the embedded backend"
     )
-    #: Transactions one processor process rates at once across its handlers
-    #: (processor.row_budget): two chunks of the largest size, so that memory stays a few
-    #: chunks' worth (~2 KB a transaction) whatever ``max_chunk_size``.
-    processor_rows_in_flight: int = Field(default=64_000, ge=1)
-    #: A processor's handlers take turns to rate (processor.rating_step): rating holds the
-    #: GIL, so chunks rated at once only interleave and a batch's small first chunk came out
-    #: as late as the large ones beside it; in turns each is rated straight through while
-    #: the others fetch and store. false: they rate at once, to measure the difference.
-    processor_rating_turns: bool = True
-    #: The form a processor's results travel in (shared.contracts.chunk_result): ``sqlite``,
-    #: a database image a SQLite warehouse copies without a Python object per row (the
-    #: controller's CPU a transaction 4.05 -> 2.49 µs), or ``json``, rows that PostgreSQL's
-    #: COPY takes faster (an image cost it 1.1 µs more a transaction: bench/README.md,
-    #: "Issue 12, session 17"). Set it for the deployment's warehouse; the controller reads both.
-    result_format: ResultFormat = "sqlite"
-
-    # --- order ids --------------------------------------------------------------------
-    #: One conditional write of the counter blob per range: with chunks of up to 32,000 a
-    #: range of 10,000 cost a get and a put on almost every chunk; a crash loses at most
-    #: one range of the 2**63 ids a BIGINT holds.
-    id_range_size: int = Field(default=100_000, ge=1)
-    id_max_retries: int = Field(default=50, ge=1)
-
-    # --- controller -----------------------------------------------------------------------
-    #: On SQLite the controller's handlers take turns to decode and write a result
-    #: (controller.write_turns); false lets them meet in SQLite's busy handler, to measure.
-    controller_write_turns: bool = True
-    #: The controller's back-off on the output queue, gentler than the processors': a
-    #: batch's first results come a fraction of a second after its trigger and the
-    #: controller is the pipeline's last step, so every tenth of a second it sleeps past
-    #: one is added to the batch's time. 50 ms and 20 ms look again at 0.05, 0.12, 0.23,
-    #: 0.42 s… instead of 0.1, 0.3, 0.7 s…: a few more receives a batch, for
-    #: 0.2-0.4 s less to close a 200,000-transaction one (bench/README.md, "Issue 12,
-    #: session 15"). The cap is still ``backoff_max_idle_ms``.
-    controller_backoff_min_idle_ms: int = Field(default=50, ge=0)
-    controller_backoff_delta_ms: int = Field(default=20, ge=1)
-    #: For this long after a trigger the controller's empty receives do not lengthen its
-    #: back-off: it looks every ``controller_backoff_min_idle_ms`` until the batch's first
-    #: results come (a processor rates a first chunk in 0.1-0.4 s, more when busy), at
-    #: most 20 receives a trigger. 0: the back-off grows from the first empty receive.
-    controller_wake_hold_ms: int = Field(default=1000, ge=0)
-
-    # --- batch events (controller.events, docs/events.md) ---------------------------------
-    #: The topic each batch outcome is published on as a CloudEvent.
-    events_topic: str = "batch-events"
-    #: How often the controller's relay looks for events to publish and deliveries due (a
-    #: query of an index in the warehouse; no storage request).
-    events_relay_poll_seconds: float = Field(default=1.0, gt=0)
-    #: The Standard Webhooks secret every delivery is signed with, ``whsec_<base64>``;
-    #: unset: no webhook is sent (events still go to the topic).
-    webhook_secret: SecretStr | None = None
-    #: URLs every batch event is delivered to, besides each batch's own ``callback``.
-    webhook_urls: Annotated[list[str], NoDecode] = Field(default_factory=list)
-    #: Seconds before each attempt of a delivery, the first counted from the event; each
-    #: wait is lengthened by up to ``webhook_retry_jitter`` of itself at random. The default
-    #: is Standard Webhooks' own schedule: 8 attempts over at least 27 hours.
-    webhook_retry_schedule: Annotated[list[float], NoDecode] = Field(
-        default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0]
+    storage_connection_string: SecretStr | None = setting(
+        tier="connect",
+        description="Azure Storage connection string (Azurite); set: storage uses the Azure SDKs",
     )
-    webhook_retry_jitter: float = Field(default=0.2, ge=0, lt=1)
-    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
-    #: Networks a callback URL may resolve into although they are private, loopback or
-    #: link-local (e.g. ``127.0.0.0/8`` for a local demo); none by default.
-    callback_allowed_networks: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    storage_account_url: str | None = setting(
+        tier="connect",
+        description="Azure Storage account URL, signed in with DefaultAzureCredential",
+    )
+    servicebus_connection_string: SecretStr | None = setting(
+        tier="connect",
+        description="Service Bus connection string (emulator) for the trigger topic",
+    )
+    servicebus_namespace: str | None = setting(
+        tier="connect",
+        description="Service Bus namespace host, signed in with DefaultAzureCredential",
+    )
+    warehouse_url: str | None = setting(
+        tier="connect",
+        description="SQLAlchemy URL of the warehouse; unset: a SQLite file in the data dir",
+    )
+    api_keys: Annotated[list[SecretStr], NoDecode] = setting(
+        tier="connect",
+        description="comma-separated API keys accepted as Authorization: Bearer KEY",
+        default_factory=list,
+    )
+    #: Never taken from the request's ``Host``: a client could point links elsewhere.
+    public_base_url: str | None = setting(
+        tier="connect",
+        description="base of Location and status_url, e.g. https://billing.example.com",
+    )
 
-    # --- start-up: how long a role waits for storage, bus and warehouse (billing.startup) --
-    startup_timeout_seconds: float = Field(default=300.0, gt=0)
-    #: a file the processor and controller touch while healthy (shared.liveness); unset: none
-    liveness_file: Path | None = None
-    liveness_interval_seconds: float = Field(default=10.0, gt=0)
+    # --- operate: the deployment --------------------------------------------------------
+    #: Needs RBAC "Azure Service Bus Data Owner"; otherwise Bicep or the emulator's config
+    #: declares the subscriptions.
+    servicebus_manage_entities: bool = setting(
+        False, tier="operate", description="create Service Bus subscriptions at start"
+    )
+    #: Off where Bicep declares them and the roles' identities have data rights only.
+    provision_resources: bool = setting(
+        True, tier="operate", description="create queues, containers, tables, topic at start"
+    )
+    health_port: int | None = setting(
+        tier="operate",
+        description="port where a processor or controller answers GET /healthz; unset: none",
+        ge=1,
+        le=65535,
+    )
+    insecure_local: bool = setting(
+        False, tier="operate", description="let the initiator start without an API key"
+    )
+    host: str = setting("127.0.0.1", tier="operate", description="initiator's listen address")
+    port: int = setting(8000, tier="operate", description="initiator's listen port")
+    max_body_bytes: int = setting(
+        2 * 1024**3, tier="operate", description="largest POST /batches body, bytes"
+    )
+    #: 1 GiB holds the 1 GB batches the design expects and bounds what one small
+    #: compressed body can make a sample deployment parse.
+    max_decompressed_bytes: int = setting(
+        1024**3, tier="operate", description="largest batch file after gzip inflation, bytes"
+    )
+    #: A live upload refreshes its record every minute.
+    orphan_age_seconds: float = setting(
+        300.0,
+        tier="operate",
+        description="an intake silent this long died: its record and Idempotency-Key go",
+        gt=0,
+    )
+    orphan_sweep_seconds: float = setting(
+        300.0, tier="operate", description="how often the initiator sweeps orphans", gt=0
+    )
+    request_header_timeout_seconds: float = setting(
+        10.0, tier="operate", description="a request's headers must arrive in this (else 408)", gt=0
+    )
+    request_body_idle_timeout_seconds: float = setting(
+        30.0,
+        tier="operate",
+        description="longest wait for the next piece of a body (else 408)",
+        gt=0,
+    )
+    request_body_min_bytes_per_second: int = setting(
+        10_000,
+        tier="operate",
+        description="slowest average upload after the idle grace, bytes/s (else 408)",
+        ge=1,
+    )
+    #: One more is answered 503 with Retry-After, so intakes never starve the other routes.
+    max_concurrent_intakes: int = setting(
+        4, tier="operate", description="batches read at once, each on its own thread", ge=1
+    )
+    #: Each helper costs ~50 MB once started, when a batch first needs a second chunk; a file
+    #: they do not pass is read again by the one reader that words rejections.
+    intake_processes: int = setting(
+        0,
+        tier="operate",
+        description="intake helper processes; 0: one per core when 2 or more, 1: none",
+        ge=0,
+        le=64,
+    )
+    partitions: int = setting(
+        4, tier="operate", description="work queues per priority", ge=1, le=64
+    )
+    visibility_timeout_seconds: int = setting(
+        60,
+        tier="operate",
+        description="how long a received message stays hidden from other consumers",
+        ge=1,
+        le=7 * 24 * 3600,
+    )
+    max_dequeue_count: int = setting(
+        5, tier="operate", description="a message dequeued more often goes to poison", ge=1
+    )
+    processor_priorities: Annotated[list[Priority], NoDecode] = setting(
+        tier="operate",
+        description="comma-separated priorities a processor takes (high, normal, low)",
+        default_factory=lambda: list(PRIORITIES),
+    )
+    startup_timeout_seconds: float = setting(
+        300.0,
+        tier="operate",
+        description="how long a role waits for storage, bus and warehouse at start",
+        gt=0,
+    )
+    liveness_file: Path | None = setting(
+        tier="operate",
+        description="file a processor or controller touches while healthy; unset: none",
+    )
+    liveness_interval_seconds: float = setting(
+        10.0, tier="operate", description="how often the liveness file is touched", gt=0
+    )
 
-    # --- the Python runtime: the cyclic garbage collector (shared.collector); 0: Python's --
-    gc_young_threshold: int = Field(default=DEFAULT_YOUNG_THRESHOLD, ge=0)
+    # --- tune: names ---------------------------------------------------------------------
+    work_queue_prefix: str = setting(
+        "work", tier="tune", description="work queues are <prefix>-<priority>-<partition>"
+    )
+    output_queue: str = setting("results", tier="tune", description="queue of chunk results")
+    payload_container: str = setting(
+        "payloads", tier="tune", description="blob container of chunk payloads"
+    )
+    results_container: str = setting(
+        "results", tier="tune", description="blob container of chunk results"
+    )
+    control_container: str = setting(
+        "control", tier="tune", description="blob container of counters, gate, pricebooks"
+    )
+    batches_table: str = setting("batches", tier="tune", description="table of batch records")
+    chunks_table: str = setting("chunks", tier="tune", description="table of failed chunks")
+    heartbeats_table: str = setting(
+        "processors", tier="tune", description="table of processor heartbeats"
+    )
+    trigger_topic: str = setting("triggers", tier="tune", description="Service Bus trigger topic")
 
-    # --- Azure SDK retry: short, so a test or a demo never waits 15 s on a hiccup --------
-    storage_retry_total: int = Field(default=5, ge=0)
-    storage_retry_backoff_seconds: float = Field(default=0.4, ge=0)
+    # --- operate: batch events (controller.events, docs/events.md) ------------------------
+    events_topic: str = setting(
+        "batch-events", tier="tune", description="Service Bus topic of batch outcome events"
+    )
+    #: A query of an index in the warehouse; no storage request.
+    events_relay_poll_seconds: float = setting(
+        1.0,
+        tier="tune",
+        description="how often the controller's relay looks for events and deliveries due",
+        gt=0,
+    )
+    webhook_secret: SecretStr | None = setting(
+        None,
+        tier="operate",
+        description="Standard Webhooks signing secret, whsec_<base64>; unset: no webhooks",
+    )
+    webhook_urls: Annotated[list[str], NoDecode] = setting(
+        tier="operate",
+        description="URLs every batch event is delivered to, besides each batch's callback",
+        default_factory=list,
+    )
+    #: Standard Webhooks' own schedule: 8 attempts over at least 27 hours.
+    webhook_retry_schedule: Annotated[list[float], NoDecode] = setting(
+        tier="tune",
+        description="seconds before each attempt of a delivery, the first from the event",
+        default_factory=lambda: [0.0, 5.0, 300.0, 1800.0, 7200.0, 18000.0, 36000.0, 36000.0],
+    )
+    webhook_retry_jitter: float = setting(
+        0.2,
+        tier="tune",
+        description="each retry wait is lengthened by up to this share of itself, at random",
+        ge=0,
+        lt=1,
+    )
+    webhook_timeout_seconds: float = setting(
+        10.0, tier="tune", description="how long one webhook delivery may take", gt=0
+    )
+    callback_allowed_networks: Annotated[list[str], NoDecode] = setting(
+        tier="operate",
+        description="private networks a callback URL may reach (e.g. 127.0.0.0/8); none",
+        default_factory=list,
+    )
 
-    # --- fault injection, a test tool: off unless set (shared.faults) ----------------------
-    #: e.g. ``"fail=0.1,lose=0.02,seed=7"``: that share of storage and bus requests fails
-    #: (see :mod:`shared.faults.spec` for every key). Every process logs it loudly when set.
-    faults: Annotated[FaultSpec | None, NoDecode] = None
+    # --- tune: intake --------------------------------------------------------------------
+    #: Small batches still make enough chunks for every processor, large ones few requests.
+    chunk_size: int = setting(
+        2000,
+        tier="tune",
+        description="a batch's first chunk; each next one doubles up to max_chunk_size",
+        ge=1,
+        le=50_000,
+    )
+    max_chunk_size: int = setting(
+        0,
+        tier="tune",
+        description="largest chunk; 0: 32,000, or chunk_size when that is set",
+        ge=0,
+        le=50_000,
+    )
+    #: A helper holds ~1 KB a line while it checks, so this bounds its memory whatever the
+    #: chunk size.
+    intake_segment_lines: int = setting(
+        16_000,
+        tier="tune",
+        description="most lines an intake helper checks at once",
+        ge=1,
+        le=50_000,
+    )
+
+    # --- tune: listeners -----------------------------------------------------------------
+    dequeue_batch_size: int = setting(
+        32, tier="tune", description="messages a receive takes (Azure's ceiling: 32)", ge=1, le=32
+    )
+    #: A chunk takes a tenth of a second or more to rate: items taken beyond one to rate and
+    #: one downloading only wait here while another process idles.
+    processor_dequeue_batch_size: int = setting(
+        2, tier="tune", description="work items a processor's receive takes", ge=1, le=32
+    )
+    backoff_delta_ms: int = setting(
+        100, tier="tune", description="empty-queue back-off step, milliseconds", ge=1
+    )
+    backoff_min_idle_ms: int = setting(
+        100, tier="tune", description="shortest empty-queue back-off, milliseconds", ge=0
+    )
+    backoff_max_idle_ms: int = setting(
+        30_000, tier="tune", description="longest empty-queue back-off, milliseconds", ge=1
+    )
+    safety_poll_seconds: float = setting(
+        120.0,
+        tier="tune",
+        description="idle tick beside the trigger: a lost trigger waits at most this long",
+        gt=0,
+    )
+    #: For work whose trigger and work signal were both lost (a crash between the two).
+    quiet_rescan_seconds: float = setting(
+        3600.0, tier="tune", description="an idle processor's full look at every queue", gt=0
+    )
+    #: New work comes with a trigger naming the queue; this is for a crashed peer's messages
+    #: whose lease ran out and work whose trigger was lost.
+    idle_rescan_seconds: float = setting(
+        30.0, tier="tune", description="a queue found empty is asked again after this", gt=0
+    )
+    #: One thread per process: on a 2-core machine no thread count beat one (its 4 handlers
+    #: already overlap I/O); raise it where storage latency is higher (bench.scaling).
+    scaling_rule: str = setting(
+        "0:1", tier="tune", description="queue depth → dequeue threads, e.g. 0:1,64:2,512:4"
+    )
+    max_dequeue_threads: int = setting(
+        8, tier="tune", description="most dequeue threads a listener runs", ge=1
+    )
+    #: Two chunks of the largest size: memory stays a few chunks' worth (~2 KB a transaction).
+    processor_rows_in_flight: int = setting(
+        64_000, tier="tune", description="transactions a processor rates at once", ge=1
+    )
+    #: Rating holds the GIL, so chunks rated at once only interleave; in turns each is rated
+    #: straight through while the others fetch and store.
+    processor_rating_turns: bool = setting(
+        True, tier="tune", description="a processor's handlers take turns to rate"
+    )
+    #: ``sqlite``: an image a SQLite warehouse copies without a Python object per row;
+    #: ``json``: rows PostgreSQL's COPY takes faster. The controller reads both.
+    result_format: ResultFormat = setting(
+        "sqlite", tier="tune", description="form of chunk results: sqlite or json"
+    )
+
+    # --- tune: order ids -------------------------------------------------------------------
+    #: One conditional write of the counter blob per range; a crash loses at most one range
+    #: of the 2**63 ids a BIGINT holds.
+    id_range_size: int = setting(
+        100_000, tier="tune", description="order ids taken from the counter blob at once", ge=1
+    )
+    id_max_retries: int = setting(
+        50, tier="tune", description="tries of the counter blob's conditional write", ge=1
+    )
+
+    # --- tune: controller --------------------------------------------------------------------
+    controller_write_turns: bool = setting(
+        True, tier="tune", description="on SQLite, the controller's handlers take turns to write"
+    )
+    #: Gentler than the processors': a batch's results follow its trigger within a fraction
+    #: of a second and the controller is the last step, so time it sleeps past them adds to
+    #: the batch's. The cap is ``backoff_max_idle_ms``.
+    controller_backoff_min_idle_ms: int = setting(
+        50, tier="tune", description="controller's shortest back-off, milliseconds", ge=0
+    )
+    controller_backoff_delta_ms: int = setting(
+        20, tier="tune", description="controller's back-off step, milliseconds", ge=1
+    )
+    controller_wake_hold_ms: int = setting(
+        1000,
+        tier="tune",
+        description="after a trigger the controller's back-off stays short this long, ms",
+        ge=0,
+    )
+
+    # --- tune: runtime ---------------------------------------------------------------------
+    gc_young_threshold: int = setting(
+        DEFAULT_YOUNG_THRESHOLD,
+        tier="tune",
+        description="allocations between young garbage collections; 0: Python's settings",
+        ge=0,
+    )
+    #: Short, so a test or a demo never waits 15 s on a hiccup.
+    storage_retry_total: int = setting(
+        5, tier="tune", description="Azure SDK retries of a storage request", ge=0
+    )
+    storage_retry_backoff_seconds: float = setting(
+        0.4, tier="tune", description="Azure SDK back-off between storage retries", ge=0
+    )
+    #: Every process logs it loudly when set (see :mod:`shared.faults.spec` for every key).
+    faults: Annotated[FaultSpec | None, NoDecode] = setting(
+        tier="tune",
+        description="test tool: share of storage and bus requests that fail, e.g. fail=0.1",
+    )
 
     @field_validator("faults", mode="before")
     @classmethod

@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def bench(
     name: str | None = typer.Argument(
         None,
-        help="One benchmark (intake, scaling, idle, trigger_latency, end_to_end); all if omitted.",
+        help="One benchmark (see --list); all if omitted.",
     ),
     quick: bool = typer.Option(False, "--quick", help="Small runs that finish in seconds."),
     list_only: bool = typer.Option(False, "--list", help="List the benchmarks and exit."),

@@ -11,8 +11,8 @@ from types import FrameType
 import typer
 
 from billing.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
-from shared.collector import tune_collector
 from shared.domain.priority import PRIORITIES, Priority
+from shared.gc_tuning import tune_collector
 from shared.health_endpoint import health_endpoint
 from shared.liveness import liveness_file
 from shared.role_health import RoleHealth

@@ -3,20 +3,20 @@
 The line-by-line check (:func:`~initiator.intake.segments.check_lines`) puts every line
 through the serial reader's own code: the ``csv`` module, a
 :class:`~initiator.intake.fields.TransactionValidator` call and a
-:class:`~shared.domain.transactions.Transaction` per line, and msgspec to encode the rows:
-5.7 µs a line, which kept both cores busy for the first second of a 200,000-line batch
-(bench/README.md, "Issue 12, session 15"). In a segment without a double quote (the
-helpers take no other) nearly every rule of a line is a rule about the characters of one
-field, so one pattern, built once per header, spells out every good line, and ``findall``
+:class:`~shared.domain.transactions.Transaction` per line, and msgspec to encode the rows,
+which keeps both cores busy for the first second of a large batch. In a segment without a
+double quote (the helpers take no other) nearly every rule of a line is a rule about the
+characters of one field, so one pattern, built once per header, spells out every good
+line, and ``findall``
 checks and splits the whole segment in C; what is left (no id twice, codes the pricebook
 has) is a set of a column at once. The rows are
 then written into the payload's JSON by ``str.format`` mapped over the columns, again
-with no Python code per line: 3.2 µs a line in all, a third of it the ids' blake2b hashes
-that the control totals need either way.
+with no Python code per line: about half the CPU of the line-by-line check
+(``bench.intake``), a third of it the ids' blake2b hashes that the control totals need
+either way.
 
-(pyarrow did the same in 1.9 µs a line, measured side by side, but it added ~60 MB to
-each helper and took the initiator's peak on a 1 GB body from 294 to 462 MB, over its
-300 MB budget: bench/README.md.)
+pyarrow parses faster still, but adds ~60 MB to each helper and takes the initiator's peak
+on a 1 GB body over its 300 MB budget (``bench.intake``).
 
 The pattern answers "clean, and here is the segment" or None: "not sure". It is strict in
 one direction only: it leaves to the line-by-line check, which decides exactly as before,

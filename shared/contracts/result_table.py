@@ -2,8 +2,8 @@
 
 The controller is the one process every charge passes through, and on two cores it is the
 pipeline's critical path. Decoding a JSON result made a Python tuple of twelve objects per
-charge, and the SQLite warehouse's insert bound them back one by one: together about 2 µs
-of the controller's CPU a row (``bench/README.md``, "Issue 12, session 17"). So a processor
+charge, and the SQLite warehouse's insert bound them back one by one: most of the
+controller's CPU a row (``bench.end_to_end`` reports it per role). So a processor
 writes its rows into an in-memory SQLite database with :data:`SCHEMA` and ships the
 database's bytes (``sqlite3.Connection.serialize``, then compressed as every blob is). A
 SQLite warehouse attaches the image and copies the rows with one ``INSERT … SELECT``: no

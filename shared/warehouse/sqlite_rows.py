@@ -4,10 +4,9 @@ Python's sqlite3 releases the GIL around each ``sqlite3_step`` and takes it back
 binds the next row. ``executemany`` steps once per row, so whenever another thread of the
 process holds the GIL (a controller's listener receiving, a handler fetching the next
 result, SDK threads), every row of the insert waits for it: up to the interpreter's switch
-interval (5 ms) a row. Measured on 100,000 charges into the warehouse with one busy Python
-thread beside the insert (``bench/README.md``, session 14): ``executemany`` 9.9 µs of CPU and
-162 µs of wall time a row; statements of a thousand rows and more, 4.7 µs and 10.8 µs. With
-no other thread both cost the same, 3.1 µs a row.
+interval (5 ms) a row: with one busy Python thread beside it, ``executemany`` takes about
+fifteen times the wall time a row of statements of a thousand rows; with no other thread
+both cost the same.
 
 So the controller binds :data:`~shared.sqlite_values.MAX_VALUES_PER_STATEMENT` values to
 each ``INSERT … VALUES (…), (…), …`` (:func:`~shared.sqlite_values.insert_values`): the

@@ -32,16 +32,6 @@ PROMISED: dict[str, set[str]] = {
         "naive_over_backoff",
         "naive_over_trigger",
     },
-    "empty_receives": {
-        "fixed.requests_per_1000_tx",
-        "growing.requests_per_1000_tx",
-        "requests_growing_vs_fixed",
-    },
-    "idle_tail": {
-        "every_round.tail_requests",
-        "rescan.tail_requests",
-        "tail_requests_rescan_vs_every_round",
-    },
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
     "end_to_end": {
         "end_to_end.transactions_per_second",
@@ -50,7 +40,6 @@ PROMISED: dict[str, set[str]] = {
         "hot_path.requests_per_1000",
         "hot_path.kind.queue.get.requests_per_1000",  # what `billing cost` prices
     },
-    "write_turns": {"turns.median_seconds", "no_turns.median_seconds", "turns_speedup"},
     "stream": {
         "one.transactions_per_second",
         "stream.transactions_per_second",

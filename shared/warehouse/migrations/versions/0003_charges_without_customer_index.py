@@ -10,7 +10,7 @@ SQLite it was about 3.6 µs of the controller's CPU a row, a third of the whole 
 (``python -m bench.charge_load`` measures the insert). Its one reader was a batch's close,
 which sums the batch's charges per customer once: that query now sorts the batch's rows
 (found through the unique key, whose first column is ``batch_id``) instead of walking the
-index, once per batch (``python -m bench.reconciliation`` measures the close). Per-customer
+index, once per batch. Per-customer
 figures of a batch are in ``invoices``, which keeps its primary key ``(batch_id,
 customer_id)``.
 """

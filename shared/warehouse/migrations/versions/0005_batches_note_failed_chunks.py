@@ -4,11 +4,11 @@ Revision ID: 0005
 Revises: 0004
 Create Date: 2026-12-02
 
-A failed chunk is recorded in the chunks table (``controller.failed_chunks``), and every
-tally of a batch not yet fully applied used to query that table, on the chance that a
-failure settled the batch: one storage request per chunk, almost always answering "none".
-The controller that records a failure now also sets this flag on the batch's row, before
-it tallies, so a tally queries the chunks table only for a batch that has had a failure.
+A failed chunk is recorded in the chunks table (``controller.failed_chunks``). Without a
+flag, every tally of a batch not yet fully applied would query that table, on the chance
+that a failure settled the batch: one storage request per chunk, almost always answering
+"none". The controller that records a failure also sets this flag on the batch's row,
+before it tallies, so a tally queries the chunks table only for a batch that has had one.
 
 Rows written before this revision do not know: an open or failed batch is marked as
 possibly failed (its tallies query the table as before), a completed one is not (it has

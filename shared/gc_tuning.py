@@ -8,13 +8,8 @@ the Azure SDKs), while almost nothing they make is ever part of a reference cycl
 (reference counting frees it). So the collector runs every few hundred lines, moves each
 chunk's rows through its generations, and now and then walks the whole heap, for nothing.
 
-What it costs grows with the heap. Measured side by side on 500,000 transactions, six
-alternating runs of the demo's roles with and without these settings (``python -m
-bench.end_to_end`` prints both ways): in the initiator's own process the intake's CPU went
-from a median of 8.8 to 8.0 µs a transaction and its time from 4.1 to 3.7 s (about a
-tenth); in one process that also holds a benchmark's data (its hot path), from 11-14 to
-7.7-10.2 µs. The processor's and the controller's CPU moved by less than the noise (0.90
-to 1.07 times).
+It costs about a tenth of the initiator's intake CPU a transaction, more in a larger heap
+(``python -m bench.end_to_end`` runs the demo both ways).
 
 :func:`tune_collector` does two things, once start-up has built what lives for the whole
 process:
@@ -36,10 +31,8 @@ import logging
 log = logging.getLogger(__name__)
 
 DEFAULT_YOUNG_THRESHOLD = 100_000
-"""Allocations between collections of the youngest generation. On the intake of 200,000
-transactions in one process, four runs each: 4.7-6.8 µs a transaction at 100,000 with the
-freeze, 4.4-8.1 with the collector off, 5.1-8.5 at 20,000 with the freeze, 8.5-12.8 with
-Python's defaults."""
+"""Allocations between collections of the youngest generation: large enough that a chunk's
+short-lived rows are freed by reference counting before a collection walks them."""
 
 
 def tune_collector(young_threshold: int) -> None:

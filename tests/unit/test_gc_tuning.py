@@ -10,7 +10,7 @@ import sys
 
 PROBE = """
 import gc, sys
-from shared.collector import tune_collector
+from shared.gc_tuning import tune_collector
 before = gc.get_threshold()
 tune_collector(int(sys.argv[1]))
 print(before, gc.get_threshold(), gc.get_freeze_count() > 0)
