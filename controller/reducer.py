@@ -24,7 +24,9 @@ means "already applied", not an error; the caller deletes the message either way
 Order ids are reserved *before* the transaction: a reservation may cost a storage round
 trip, and holding database locks across it would stall every other writer. If the process
 dies after reserving, those ids are simply never used (order ids may have gaps, never
-duplicates).
+duplicates). Ids that collide with charges already stored (a counter blob behind the
+warehouse) fail the transaction like any conflict, and :class:`OrderIdsInUseError` says so,
+so that the caller can move the counter past them and apply again.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from itertools import repeat
 from operator import add, attrgetter, itemgetter
 from typing import Protocol
 
-from sqlalchemy import Connection, Engine, exists, insert, select
+from sqlalchemy import Connection, Engine, exists, func, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from controller.charge_loader import attached_result, copy_charges, load_charges
@@ -47,7 +49,7 @@ from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
 from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
 from shared.warehouse import id_checksum_halves
-from shared.warehouse.models import AppliedChunk, Invoice
+from shared.warehouse.models import AppliedChunk, Charge, Invoice
 from shared.warehouse.sqlite_rows import insert_rows
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,11 @@ log = logging.getLogger(__name__)
 _charge_values = attrgetter(*CHARGE_FIELDS)
 _subtotal_values = attrgetter(*INVOICE_SUMS)
 _transaction_id = itemgetter(COLUMNS.index("transaction_id"))
+
+
+class OrderIdsInUseError(RuntimeError):
+    """The order ids a chunk drew are already used by charges in the warehouse: the counter
+    blob is behind it. Nothing was written."""
 
 
 class IdSource(Protocol):
@@ -154,8 +161,28 @@ def apply_rows(
         if is_applied(engine, batch_id, chunk):
             log.info("chunk %s/%d was applied concurrently by another controller", batch_id, chunk)
             return False
+        if order_ids and _any_in_use(engine, order_ids):
+            raise OrderIdsInUseError(
+                f"order ids {order_ids[0]}..{order_ids[-1]} drawn for chunk {batch_id}/{chunk} "
+                f"are already used in the warehouse (its highest is "
+                f"{highest_order_id(engine)}): the order-id counter is behind it"
+            ) from None
         raise
     return True
+
+
+def highest_order_id(engine: Engine) -> int:
+    """The highest order id in the warehouse (0 when it holds no charge): the floor of the
+    order-id counter. One index lookup."""
+    with engine.connect() as connection:
+        return int(connection.scalar(select(func.coalesce(func.max(Charge.order_id), 0))) or 0)
+
+
+def _any_in_use(engine: Engine, order_ids: Sequence[int]) -> bool:
+    """Whether any of ``order_ids`` (ascending) belongs to a stored charge."""
+    query = select(exists().where(Charge.order_id.between(order_ids[0], order_ids[-1])))
+    with engine.connect() as connection:
+        return bool(connection.scalar(query))
 
 
 def is_applied(engine: Engine, batch_id: str, chunk: int) -> bool:

@@ -39,7 +39,7 @@ from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
 from controller.failed_chunks import FailedChunks
 from controller.progress import BatchRecordUpdates, progress_due
-from controller.reducer import apply_rows, is_applied
+from controller.reducer import OrderIdsInUseError, apply_rows, is_applied
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import RatedRows, decode_result_rows
 from shared.contracts.messages import ChunkFailed, ChunkResult
@@ -174,22 +174,32 @@ class ResultHandler:
             with self._turns:
                 rated = self._verify(message, data)
                 self._ensure_row(message.batch_id)
-                applied = apply_rows(
-                    self._engine,
-                    batch_id=message.batch_id,
-                    chunk=message.chunk,
-                    rows=rated.rows,
-                    subtotals=rated.subtotals,
-                    currency=rated.currency,
-                    allocator=self._allocator,
-                    processor=message.processor,
-                    id_checksum=rated.id_checksum,
-                )
+                try:
+                    applied = self._apply_rows(message, rated)
+                except OrderIdsInUseError as collision:
+                    # The counter blob is behind the warehouse: move it past the warehouse's
+                    # highest order id (once, whoever notices first) and apply again.
+                    log.warning("%s; moving the counter past it and applying again", collision)
+                    self._allocator.recheck_floor()
+                    applied = self._apply_rows(message, rated)
         self._count("chunks_applied" if applied else "chunks_skipped")
         if not applied:
             log.info("chunk %s/%d was already applied: skipped", message.batch_id, message.chunk)
         self.settle(message.batch_id)
         return applied
+
+    def _apply_rows(self, message: ChunkResult, rated: RatedRows) -> bool:
+        return apply_rows(
+            self._engine,
+            batch_id=message.batch_id,
+            chunk=message.chunk,
+            rows=rated.rows,
+            subtotals=rated.subtotals,
+            currency=rated.currency,
+            allocator=self._allocator,
+            processor=message.processor,
+            id_checksum=rated.id_checksum,
+        )
 
     def chunk_failed(self, message: ChunkFailed) -> None:
         """Record a failed chunk (idempotent) and settle its batch."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +25,7 @@ from sqlalchemy import Engine
 from controller.events.relay import EventRelay, start_relay
 from controller.failed_chunks import FailedChunks
 from controller.outage import WarehouseOutageGuard
+from controller.reducer import highest_order_id
 from controller.results import ControllerCounters, ResultHandler
 from controller.write_turns import write_turns
 from shared import listener_settings, otel_metrics
@@ -101,12 +103,16 @@ def controller_listener_config(settings: Settings) -> ListenerConfig:
     )
 
 
-def order_id_allocator(settings: Settings, storage: StorageAccount) -> OrderIdAllocator:
-    """The process's allocator: one counter blob in the control container for everyone."""
+def order_id_allocator(
+    settings: Settings, storage: StorageAccount, floor: Callable[[], int] | None = None
+) -> OrderIdAllocator:
+    """The process's allocator: one counter blob in the control container for everyone;
+    ``floor``, the warehouse's highest order id, keeps it from handing out used ids."""
     return OrderIdAllocator(
         storage.container(settings.control_container),
         range_size=settings.id_range_size,
         max_retries=settings.id_max_retries,
+        floor=floor,
     )
 
 
@@ -142,7 +148,7 @@ class ControllerWorker:
         self._given_engine = engine
         self._engine: Engine | None = engine
         self._config = listener_config or controller_listener_config(settings)
-        self._allocator = order_id_allocator(settings, storage)
+        self._allocator = order_id_allocator(settings, storage, floor=self._highest_order_id)
         self._handler: ResultHandler | None = None
         self._listener: QueueListener | None = None
         self._outage: WarehouseOutageGuard | None = None
@@ -157,6 +163,12 @@ class ControllerWorker:
         if self._given_engine is not None:
             return self._given_engine.url.render_as_string(hide_password=False)
         return self.settings.resolved_warehouse_url
+
+    def _highest_order_id(self) -> int:
+        """The allocator's floor: asked at its first reservation, after start()."""
+        if self._engine is None:
+            raise RuntimeError("the controller worker has not been started")
+        return highest_order_id(self._engine)
 
     @property
     def handler(self) -> ResultHandler:

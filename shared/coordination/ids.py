@@ -11,6 +11,12 @@ range, not once per id, so contention stays low however many threads draw ids.
 Ids lost when a process stops with part of a range unused are acceptable (they are order
 numbers, not a gapless sequence); duplicates never are, and the conditional write is what
 rules them out.
+
+The counter can fall behind the ids already used: the storage holding it is recreated, or
+the warehouse is restored without it. A *floor* (the warehouse's highest order id, asked by
+the controller) guards against that: the first reservation of a process, and the first
+after :meth:`OrderIdAllocator.recheck_floor`, moves a counter found below the floor past it,
+with the same conditional write, so this happens once however many processes notice.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 
 from azure.core.exceptions import (
     ResourceExistsError,
@@ -61,7 +68,10 @@ class OrderIdAllocator:
         range_size: int,
         max_retries: int,
         retry_pause_seconds: float = 0.005,
+        floor: Callable[[], int] | None = None,
     ) -> None:
+        """``floor``: the highest id already used outside the counter (0 if none), asked at
+        the first reservation and after :meth:`recheck_floor`."""
         if range_size < 1:
             raise ValueError(f"range_size must be at least 1, not {range_size}")
         if max_retries < 0:
@@ -77,8 +87,12 @@ class OrderIdAllocator:
         # One lock around the reservation too: a thread that finds the range empty must
         # wait for the new one anyway, and one reservation serves them all.
         self._lock = threading.Lock()
+        self._floor = floor
+        self._floor_due = floor is not None
         self.conflicts = 0
         self.reservations = 0
+        #: times this process found the counter behind its floor and moved it past
+        self.floor_moves = 0
 
     @property
     def blob_name(self) -> str:
@@ -116,11 +130,30 @@ class OrderIdAllocator:
             if self._next_free > self._range_end:
                 self._next_free, self._range_end = self._reserve(self._range_size)
 
+    def recheck_floor(self) -> None:
+        """Ids handed out collided with ids already used: drop what is left of the current
+        range, and have the next reservation compare the counter with the floor again."""
+        with self._lock:
+            self._next_free = self._range_end + 1
+            self._floor_due = self._floor is not None
+
     # --- the optimistic write of a range -----------------------------------------------
     def _reserve(self, size: int) -> tuple[int, int]:
         """Reserve ``size`` ids in the blob; returns the first and last id reserved."""
+        floor = self._floor() if self._floor is not None and self._floor_due else 0
         for attempt in range(self._max_retries + 1):  # the first run is not a re-try
             value, etag = self._read_or_create()
+            moved = value < floor
+            if moved:
+                log.warning(
+                    "order-id counter %r is at %d, behind the highest order id already used "
+                    "(%d): moving it past (was the storage account recreated, or the "
+                    "warehouse restored without it?)",
+                    self._blob_name,
+                    value,
+                    floor,
+                )
+                value = floor
             end = value + size
             if end > MAX_ORDER_ID:
                 raise IdAllocationError(
@@ -134,6 +167,9 @@ class OrderIdAllocator:
                 self._pause(attempt)
                 continue
             self.reservations += 1
+            if moved:
+                self.floor_moves += 1
+            self._floor_due = False
             return value + 1, end
         raise IdAllocationError(
             f"could not reserve order ids from blob {self._blob_name!r} in container "

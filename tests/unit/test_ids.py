@@ -212,3 +212,43 @@ def test_bad_arguments_are_refused() -> None:
         OrderIdAllocator(container, range_size=0, max_retries=1)
     with pytest.raises(ValueError, match="count"):
         allocator(container).take(-1)
+
+
+def test_a_counter_behind_its_floor_moves_past_it_once() -> None:
+    container = MemoryBlobContainer()
+    floor_asked: list[int] = []
+
+    def floor() -> int:
+        floor_asked.append(1)
+        return 300_000
+
+    first = OrderIdAllocator(container, BLOB, range_size=10, max_retries=20, floor=floor)
+    second = OrderIdAllocator(container, BLOB, range_size=10, max_retries=20, floor=floor)
+
+    assert first.next_id() == 300_001
+    assert second.next_id() == 300_011  # read the moved counter: nothing to move
+    assert [first.next_id() for _ in range(9)][-1] == 300_010
+    assert first.next_id() == 300_021  # a new range: the floor is not asked again
+    assert (first.floor_moves, second.floor_moves) == (1, 0)
+    assert len(floor_asked) == 2  # once per process, at its first reservation
+
+
+def test_a_counter_ahead_of_its_floor_is_left_as_it_is() -> None:
+    container = MemoryBlobContainer()
+    allocator(container, range_size=50).next_id()  # the counter is at 50
+    ids = OrderIdAllocator(container, BLOB, range_size=10, max_retries=20, floor=lambda: 20)
+    assert ids.next_id() == 51
+    assert ids.floor_moves == 0
+
+
+def test_recheck_floor_drops_the_range_and_moves_a_reset_counter_again() -> None:
+    container = MemoryBlobContainer()
+    used = [0]
+    ids = OrderIdAllocator(container, BLOB, range_size=10, max_retries=20, floor=lambda: used[0])
+    assert ids.take(3) == [1, 2, 3]
+    used[0] = 3
+    container.delete(BLOB)  # the counter is lost: a new one would start at 0 again
+    ids.recheck_floor()
+    assert ids.take(2) == [4, 5]
+    assert ids.floor_moves == 1
+    assert counter_value(container) == 13
