@@ -24,6 +24,8 @@ exactly one update match (``rowcount == 1``), and only that one logs the outcome
 between the reconciliation and the update changes nothing: the next tally closes it. The
 update's transaction also writes the outcome's event to the outbox
 (:mod:`controller.events.outbox`): one event per close, never a close without one.
+
+Next step (docs/walkthrough.md): ``controller.reconciliation``, the checks the close runs.
 """
 
 from __future__ import annotations

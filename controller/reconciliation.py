@@ -42,6 +42,9 @@ while a statement steps, so the parts run on both cores, and they add up to exac
 one scan finds. Every part reads in a deferred transaction (``READS_ONLY``): a writer's
 ``BEGIN IMMEDIATE`` would make them take turns, and hold up the other controllers' writes.
 PostgreSQL plans parallel aggregates itself.
+
+Next step (docs/walkthrough.md): ``controller.events.relay``, which publishes the batch's
+outcome.
 """
 
 from __future__ import annotations

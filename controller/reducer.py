@@ -27,6 +27,9 @@ dies after reserving, those ids are simply never used (order ids may have gaps, 
 duplicates). Ids that collide with charges already stored (a counter blob behind the
 warehouse) fail the transaction like any conflict, and :class:`OrderIdsInUseError` says so,
 so that the caller can move the counter past them and apply again.
+
+Next step (docs/walkthrough.md): ``controller.completion``, which closes the batch once
+every chunk is settled.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ chunk, rather than on the way of that chunk's result.
 
 A result message that keeps failing is poisoned by the listener; :meth:`ResultHandler.on_poison`
 then records its chunk as failed (unless it was applied after all), so the batch still closes.
+
+Next step (docs/walkthrough.md): ``controller.reducer``, which applies a chunk exactly once.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ warehouse engine, one order-id allocator per process, the batch records, and a
 :class:`~shared.listener.QueueListener` over the output queue and its poison
 queue. Any number of workers may run, in threads or processes: exactly-once comes from the
 warehouse (applied marks, conditional close), not from there being a single controller.
+
+Next step (docs/walkthrough.md): ``controller.results``, the handler of each result message.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@
 4. Any problem → the publication is discarded (no trace) and the 4xx rejection raised.
 5. Otherwise the publication commits: idempotency mapping, ``accepting`` record, work
    items, ``accepted`` record, trigger (order and crash safety: :mod:`initiator.publishing`).
+
+Next step (docs/walkthrough.md): ``initiator.body`` (the body pulled block by block), then
+``initiator.intake.reader`` (the validating parse) and ``initiator.publishing.publisher``.
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ the body as sent identifies it for ``Idempotency-Key``. Each read waits as long 
 nothing reads from the client any more, so a hang-up is only noticed by a watcher on the
 event loop (:mod:`initiator.disconnect`): it calls :meth:`BlockingBody.client_gone`, and the
 parser's next :meth:`~BlockingBody.checkpoint` stops the intake.
+
+Next step (docs/walkthrough.md): ``initiator.intake.reader``, which parses what this pulls
+(or ``initiator.segmented_read`` with intake helpers).
 """
 
 from __future__ import annotations

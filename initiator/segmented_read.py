@@ -27,6 +27,9 @@ and a clean one about a core's worth of less time to its ``202`` per helper.
 What the serial reader takes and this does not (so that the answer stays its answer): a
 blank prefix before the first line (the header's search), and a CSV header or line with a
 double quote in it.
+
+Next step (docs/walkthrough.md): ``initiator.publishing.publisher``, which stores the chunks
+this puts together.
 """
 
 from __future__ import annotations

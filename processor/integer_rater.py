@@ -19,6 +19,9 @@ Python integers are unbounded.
 (lists of plain values) and returns the result's rows, ready for the warehouse, together
 with the per-customer subtotals, in one loop. The ``Decimal`` rater stays the reference: a
 property test holds the two to the same figures on random books and transactions.
+
+Next step (docs/walkthrough.md): ``controller.worker``, which reduces the rated chunk into
+the warehouse.
 """
 
 from __future__ import annotations

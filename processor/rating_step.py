@@ -12,6 +12,9 @@ decoding, rating and encoding hold the GIL, so chunks rated at once only interle
 batch's small first chunk (2,000 rows) finished as late as the 32,000-row ones received with
 it. In turns each chunk is rated straight through while the other handlers' storage round
 trips go on, and the controller gets its first results sooner.
+
+Next step (docs/walkthrough.md): ``processor.integer_rater`` (the rating itself), then
+``controller.worker``, which takes the result message sent here.
 """
 
 from __future__ import annotations

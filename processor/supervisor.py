@@ -12,6 +12,8 @@ receiving, finishes its in-flight messages (up to the visibility timeout: what i
 finished by then reappears for another instance anyway) and exits. A worker also stops when
 it gets the signal itself (Ctrl-C reaches the whole process group) or when the supervisor
 is gone. A worker that dies is restarted after a growing delay.
+
+Next step (docs/walkthrough.md): ``processor.worker``, what each worker process runs.
 """
 
 from __future__ import annotations

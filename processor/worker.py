@@ -25,6 +25,9 @@ What each part does, top-down:
 The worker owns none of ``storage`` and ``bus``: whoever opened them closes them after
 :meth:`ProcessorWorker.stop`. Provisioning (queues, tables, topic) happens before, once per
 deployment or process group (:func:`shared.provision.ensure_resources`).
+
+Next step (docs/walkthrough.md): ``shared.listener.engine``, the listener that drives the
+rating step.
 """
 
 from __future__ import annotations

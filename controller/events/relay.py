@@ -10,6 +10,9 @@ At least once: a relay that dies between the publish and the mark publishes the 
 again when it (or another controller) restarts, with the same id, which receivers
 de-duplicate on. Two relays may publish the same pending event at the same moment; only
 one of them marks it, so its webhook deliveries are queued once.
+
+Next step (docs/walkthrough.md): nothing: the batch is done. ``GET /batches/{id}``
+(``initiator.routes.batches``) reads its record.
 """
 
 from __future__ import annotations

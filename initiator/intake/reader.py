@@ -8,6 +8,9 @@ the duplicate detector's bounded state) is ever held::
 
 Any problem rejects the whole batch, so once one is found the reader stops handing out
 transactions but keeps scanning, to report up to ``max_problems`` of them in line order.
+
+Next step (docs/walkthrough.md): ``initiator.publishing.publisher``, which stores the chunks
+this yields.
 """
 
 from __future__ import annotations

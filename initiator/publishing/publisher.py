@@ -5,6 +5,9 @@ each step ends with a call of the fault hook (``fault(step)``), which tests use 
 publisher exactly there. A hook that raises an ``Exception`` stands for a failure the
 publisher survives (it abandons the batch, then re-raises); one that raises a
 ``BaseException`` stands for a crash (nothing more runs, as when the process dies).
+
+Next step (docs/walkthrough.md): ``processor.worker``, where a processor takes the work
+items published here.
 """
 
 from __future__ import annotations

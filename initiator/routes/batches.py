@@ -9,6 +9,9 @@ demand, and stops if the client hangs up (:mod:`initiator.disconnect`).
 ``Location`` and ``status_url`` are relative (``/batches/{id}``) unless
 ``BILLING_PUBLIC_BASE_URL`` says where the API is reached: never built from the request's
 ``Host`` header, which the client chooses.
+
+Next step (docs/walkthrough.md): ``initiator.acceptance``, which takes the request from here
+to the queues.
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@ empty-queue back-off; a thread whose back-off reaches the cap asks the listener 
 may retire. A thread that had been backing off and finds work tells the listener, which may
 start more threads. A trigger that comes while a round is under way ends the sleep after it
 at once.
+
+Next step (docs/walkthrough.md): ``shared.listener.handling``, what happens to each message
+received here.
 """
 
 from __future__ import annotations

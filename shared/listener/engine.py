@@ -28,6 +28,8 @@ Threads come and go with the work:
   that long instead of asking it again round after round, busy or backing off: the
   trigger and the signal announce new work, and what this listener handed back is looked
   for when due.
+
+Next step (docs/walkthrough.md): ``shared.listener.dequeue``, one dequeue thread's loop.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ the handler has returned, i.e. after its effect is durable. A handler that raise
 the message to reappear when its visibility runs out; one dequeued too often goes to the
 poison queue instead of the handler; one received while the listener is stopping is handed
 back at once (visibility 0) for another instance to take.
+
+Next step (docs/walkthrough.md): the handler it calls: ``processor.rating_step`` in a
+processor, ``controller.results`` in the controller.
 """
 
 from __future__ import annotations
