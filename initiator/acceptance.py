@@ -112,7 +112,7 @@ class BatchAcceptance:
     def _accept(self, body: RequestBody, request: BatchRequest) -> Outcome:
         key_hash = hash_key(request.idempotency_key) if request.idempotency_key else None
         if key_hash is not None:
-            replayed = self._replay(key_hash, body)
+            replayed = self._replay(key_hash, body, request.priority)
             if replayed is not None:
                 return replayed
         version, pricebook = self._pricebooks.current()
@@ -140,7 +140,7 @@ class BatchAcceptance:
         try:
             record = publication.commit(totals, body_bytes=body.bytes_read, body_sha256=body.sha256)
         except IdempotencyKeyTakenError as taken:  # a concurrent twin won; ours was removed
-            return self._answer_for(taken.entry, body.sha256)
+            return self._answer_for(taken.entry, body.sha256, request.priority)
         log.info(
             "accepted batch %s: %d transactions in %d chunks (%s priority, pricebook %s)",
             record.batch_id,
@@ -243,7 +243,7 @@ class BatchAcceptance:
             raise rejection
         return totals.build()
 
-    def _replay(self, key_hash: str, body: RequestBody) -> Outcome | None:
+    def _replay(self, key_hash: str, body: RequestBody, priority: str) -> Outcome | None:
         """Step 1: answer from an earlier request with this key, or None to go ahead."""
         keys, records = self._publisher.keys, self._publisher.records
         entry = keys.find(key_hash)
@@ -260,14 +260,20 @@ class BatchAcceptance:
                 log.warning("removed orphaned batch %s found on a retried key", entry.batch_id)
                 return None
         body.drain()
-        return self._answer_for(entry, body.sha256)
+        return self._answer_for(entry, body.sha256, priority)
 
-    def _answer_for(self, entry: KeyEntry, body_sha256: str) -> Outcome:
+    def _answer_for(self, entry: KeyEntry, body_sha256: str, priority: str) -> Outcome:
         if entry.body_sha256 != body_sha256:
-            raise IdempotencyConflictError(entry.batch_id)
+            raise IdempotencyConflictError(entry.batch_id, "a different body")
         stored = self._publisher.records.find(entry.batch_id)
         if stored is None or stored.record.status in {*UNFINISHED_INTAKE, BatchStatus.ABANDONED}:
             raise IdempotencyInProgressError(entry.batch_id)
+        if stored.record.priority != priority:
+            # Same key, same body, another priority: answering with the first batch would
+            # tell the client its batch runs at a priority it does not.
+            raise IdempotencyConflictError(
+                entry.batch_id, f"priority {stored.record.priority}, not {priority}"
+            )
         return Outcome(stored.record, replayed=True)
 
 

@@ -26,6 +26,7 @@ from initiator.observability.registry import ApiMetrics
 from initiator.observability.start import start_sampler
 from initiator.openapi import api_document
 from initiator.publishing import FaultHook
+from initiator.request_framing import RefuseAmbiguousFraming
 from initiator.routes import (
     batches,
     control,
@@ -93,6 +94,7 @@ def create_app(
     app.add_middleware(HttpMetricsMiddleware, metrics=api_metrics.http)
     app.state.storage_outage = OutageClock("storage")
     app.add_middleware(StorageSuccesses)
+    app.add_middleware(RefuseAmbiguousFraming)  # added last: the outermost, before any work
     register_error_handlers(app)
     app.include_router(health.router)
     app.include_router(batches.router)

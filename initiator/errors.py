@@ -69,7 +69,7 @@ async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _idempotency_conflict(_request: Request, exc: Exception) -> JSONResponse:
-    return problem(409, "Idempotency-Key reused with a different body", str(exc))
+    return problem(409, "Idempotency-Key reused for another request", str(exc))
 
 
 async def _idempotency_in_progress(_request: Request, exc: Exception) -> JSONResponse:

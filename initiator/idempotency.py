@@ -45,12 +45,13 @@ class IdempotencyKeyTakenError(Exception):
 
 
 class IdempotencyConflictError(Exception):
-    """The key was used before with a different body (409)."""
+    """The key was used before for another request: a different body, or the same body at
+    another priority (409)."""
 
-    def __init__(self, batch_id: str) -> None:
+    def __init__(self, batch_id: str, difference: str = "a different body") -> None:
         super().__init__(
-            f"this Idempotency-Key was already used for batch {batch_id} with a different "
-            "body; use a new key for a new batch"
+            f"this Idempotency-Key was already used for batch {batch_id} with {difference}; "
+            "use a new key for a new batch"
         )
         self.batch_id = batch_id
 

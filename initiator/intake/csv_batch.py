@@ -82,11 +82,16 @@ def _is_blank(row: list[str]) -> bool:
     return not row or (len(row) == 1 and not row[0].strip())
 
 
+#: An out-of-range quantity longer than this is described by its length, not echoed.
+_SHOWN_DIGITS = 20
+
+
 def _quantity_problem(text: str) -> str:
     if not text:
         return "quantity is empty"
     if text.isdigit() and text.isascii():
-        return f"quantity {text} is out of range (1 to {MAX_QUANTITY:,})"
+        shown = text if len(text) <= _SHOWN_DIGITS else f"of {len(text):,} digits"
+        return f"quantity {shown} is out of range (1 to {MAX_QUANTITY:,})"
     return f"quantity {text!r} is not a whole number written in plain digits (1 to 1,000,000)"
 
 

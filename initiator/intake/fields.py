@@ -178,7 +178,9 @@ class TransactionValidator:
                     "(codes are case-sensitive)",
                 )
         if quantity is not None and not 0 < quantity <= MAX_QUANTITY:
-            add(line, "quantity", f"quantity {quantity} is out of range (1 to {MAX_QUANTITY:,})")
+            # JSON Lines quantities come as numbers: a long one is described by its length.
+            shown = str(quantity) if abs(quantity) < 10**20 else f"of {len(str(quantity)):,} digits"
+            add(line, "quantity", f"quantity {shown} is out of range (1 to {MAX_QUANTITY:,})")
         if "occurred_at" in values:
             reason = timestamp_problem(values["occurred_at"])
             if reason is not None:

@@ -82,7 +82,10 @@ def _json_problem(exc: ValueError | RecursionError) -> str:
         return f"invalid JSON: {exc.msg} (column {exc.colno})"
     if isinstance(exc, RecursionError):
         return "invalid JSON: nested too deeply"
-    return f"invalid JSON: {exc}"  # e.g. an integer with thousands of digits
+    if "integer string conversion" in str(exc):
+        # Python's own words name an interpreter setting; the sender needs the rule.
+        return "invalid JSON: a number with more than 4,300 digits"
+    return f"invalid JSON: {exc}"
 
 
 def _report_missing(line: int, item: dict[str, Any], problems: ProblemCollector) -> None:

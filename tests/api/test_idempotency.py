@@ -48,7 +48,8 @@ async def test_same_key_with_another_body_is_409(api: Api) -> None:
 
     assert other.status_code == 409
     problem = other.json()
-    assert "different body" in problem["title"]
+    assert "another request" in problem["title"]
+    assert "different body" in problem["detail"]
     assert first.json()["batch_id"] in problem["detail"]
     assert api.trace() == after_first
     assert api.triggers(wait=0.05) == []
