@@ -46,6 +46,7 @@ from initiator.intake.blank_lines import MAX_BLANK_LINES
 from initiator.intake.decompress import batch_bytes
 from initiator.intake.duplicates import DuplicateDetector
 from initiator.intake.fields import CodeBook
+from initiator.intake.header import MAX_HEADER_BYTES, MAX_HEADER_COLUMNS
 from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, strip_bom_and_sniff
 from initiator.intake.media import BatchFormat, format_for, gzip_declared
 from initiator.intake.problems import ProblemCollector, StopScanning
@@ -138,6 +139,8 @@ def _split_header(content: Iterator[bytes], *, csv: bool) -> tuple[bytes | None,
     end = head.find(b"\n") + 1
     if not end:
         raise NotSegmentable("the header has no end in sight")
+    if end - 1 > MAX_HEADER_BYTES or head.count(b",", 0, end) >= MAX_HEADER_COLUMNS:
+        raise NotSegmentable("the header is too large: the serial reader says so")
     return head[:end], chain([head[end:]], content)
 
 

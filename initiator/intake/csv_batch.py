@@ -17,7 +17,7 @@ from itertools import chain
 
 from initiator.intake.blank_lines import BlankLines
 from initiator.intake.fields import MAX_QUANTITY, MAX_QUANTITY_DIGITS, TransactionValidator
-from initiator.intake.header import required_columns
+from initiator.intake.header import header_size_problem, required_columns
 from initiator.intake.problems import ProblemCollector, Status, StopScanning
 from shared.domain.transactions import Transaction
 
@@ -40,6 +40,9 @@ def csv_records(
         else:
             problems.stop(None, None, "empty batch: the body holds no data", Status.MALFORMED)
         ended = reader.line_num
+        too_large = header_size_problem(header)
+        if too_large is not None:
+            problems.stop(ended, None, too_large, Status.MALFORMED)
         columns = required_columns(header, ended, problems)
         if columns is None or problems.has_problem_through(ended):
             raise StopScanning("the header is unusable")

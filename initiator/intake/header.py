@@ -3,6 +3,10 @@
 Columns may come in any order and extra columns are ignored. A missing column is reported
 with the closest unknown header name as a hint (``difflib``), since a typo or a different
 case is the usual cause.
+
+The header is bounded before any of that (:func:`header_size_problem`): every later line is
+split into as many fields as the header has, and the hint compares names pairwise, so a
+header of half a million columns would cost seconds of CPU and hundreds of MB per request.
 """
 
 from __future__ import annotations
@@ -11,6 +15,24 @@ import difflib
 
 from initiator.intake.fields import REQUIRED_FIELDS
 from initiator.intake.problems import ProblemCollector, Status
+
+#: The most columns a header may have: six are needed, the rest are carried and ignored.
+MAX_HEADER_COLUMNS = 1_024
+#: The longest header line, in bytes (its line feed excluded).
+MAX_HEADER_BYTES = 64 * 1024
+
+
+def header_size_problem(names: list[str]) -> str | None:
+    """Why a header with these column names is too large to read on, or None."""
+    if len(names) > MAX_HEADER_COLUMNS:
+        return (
+            f"the header has {len(names):,} columns; at most {MAX_HEADER_COLUMNS:,} are "
+            "allowed (the six required ones, in any order, and others that are ignored)"
+        )
+    size = sum(len(name.encode("utf-8", "surrogateescape")) for name in names) + len(names) - 1
+    if size > MAX_HEADER_BYTES:
+        return f"the header line has {size:,} bytes; at most {MAX_HEADER_BYTES:,} are allowed"
+    return None
 
 
 def required_columns(names: list[str], line: int, problems: ProblemCollector) -> list[int] | None:

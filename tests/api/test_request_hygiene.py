@@ -3,6 +3,8 @@ at another priority. Each gets a clear answer at once and leaves nothing behind.
 
 from __future__ import annotations
 
+import tracemalloc
+
 import pytest
 
 from tests.api.batch_files import csv_file, rows
@@ -63,3 +65,49 @@ async def test_a_key_replayed_at_another_priority_is_a_conflict(api: Api) -> Non
     assert (same.status_code, same.json()["batch_id"]) == (200, first.json()["batch_id"])
     assert other.status_code == 409
     assert "priority high, not low" in other.json()["detail"]
+
+
+def _wide_batch(extra_columns: int, name_length: int = 1) -> bytes:
+    """Six columns and ``extra_columns`` more, named ``x…`` (``name_length`` 0: unnamed)."""
+    names = [f"x{n:0{name_length}d}" if name_length else "" for n in range(extra_columns)]
+    header = ",".join([*HEADER.decode().strip().split(","), *names])
+    row = ",".join(
+        ["t1", "c1", "SEAT-PRO", "3", "EU", "2026-01-01T00:00:00Z", *[""] * extra_columns]
+    )
+    return f"{header}\n{row}\n".encode()
+
+
+@pytest.mark.anyio
+async def test_a_header_of_half_a_million_columns_is_refused_within_a_small_memory(
+    api: Api,
+) -> None:
+    body = _wide_batch(500_000, name_length=0)  # a header of 0.5 MB, within the line limit
+    tracemalloc.start()
+    try:
+        response = await api.post_batch(body, CSV)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+
+    assert response.status_code == 400
+    assert response.json()["problems"][0] == {
+        "line": 1,
+        "field": None,
+        "reason": "the header has 500,006 columns; at most 1,024 are allowed (the six "
+        "required ones, in any order, and others that are ignored)",
+    }
+    # The body is 1 MB; reading the header and refusing it may cost a few times that, not
+    # the hundreds of MB of splitting every line into half a million fields.
+    assert peak < 64 * 1024 * 1024, f"peak {peak / 1e6:.0f} MB"
+
+
+@pytest.mark.anyio
+async def test_a_header_is_bounded_in_bytes_too_and_a_wide_one_within_bounds_is_taken(
+    api: Api,
+) -> None:
+    too_long = await api.post_batch(_wide_batch(1_000, name_length=80), CSV)
+    wide = await api.post_batch(_wide_batch(1_000), CSV)
+
+    assert too_long.status_code == 400
+    assert "at most 65,536 are allowed" in too_long.json()["problems"][0]["reason"]
+    assert wide.status_code == 202
