@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "stream": "a stream of batches back to back against one batch of the same size",
     "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
     "reconciliation": "closing a batch: reconciliation per row vs per batch, SQLite and PostgreSQL",
+    "soak": "descriptors, threads and RSS of every role over many batches: flat or leaking",
 }
 #: Benchmarks that need Azurite whatever their options (the smoke test runs them apart).
 NEEDS_AZURITE = frozenset({"celery_reference"})
