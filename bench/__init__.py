@@ -10,6 +10,7 @@
 ``charge_load``        the plain ORM insert vs the bulk loader, SQLite and PostgreSQL
 ``stream``             a stream of batches against one batch of the same size
 ``celery_reference``   this project vs a plain Celery setup on the same Azurite
+``soak``               descriptors, threads and RSS of every role over thousands of batches
 =====================  ==================================================================
 
 Run them with ``python -m bench [NAME] [--quick]`` or ``billing bench [NAME] [--quick]``

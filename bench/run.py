@@ -33,6 +33,7 @@ BENCHMARKS: dict[str, str] = {
     "charge_load": "plain ORM insert vs the bulk loader of charges, SQLite and PostgreSQL",
     "stream": "a stream of batches back to back against one batch of the same size",
     "celery_reference": "this project vs a plain Celery setup on one Azurite, requests at a proxy",
+    "soak": "descriptors, threads and RSS of every role over many batches: flat or leaking",
 }
 #: Benchmarks that need Azurite whatever their options (the smoke test runs them apart).
 NEEDS_AZURITE = frozenset({"celery_reference"})

@@ -46,6 +46,12 @@ PROMISED: dict[str, set[str]] = {
         "stream_over_one",
         "lean.transactions_per_second",
     },
+    "soak": {
+        "initiator.descriptors_end_over_warm",
+        "processor.descriptors_end_over_warm",
+        "controller.descriptors_end_over_warm",
+        "all_flat",
+    },
     "celery_reference": {
         "celery.transactions_per_second",
         "ours.transactions_per_second",
