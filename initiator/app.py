@@ -27,6 +27,7 @@ from initiator.observability.start import start_sampler
 from initiator.openapi import api_document
 from initiator.publishing import FaultHook
 from initiator.routes import (
+    api_page,
     batches,
     control,
     dashboard,
@@ -98,6 +99,7 @@ def create_app(
     app.include_router(dashboard.page_router)
     app.include_router(dashboard.data_router)
     app.include_router(live.router)
+    app.include_router(api_page.router)
     app.mount("/static", AssetFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])

@@ -12,6 +12,7 @@ from fastapi import APIRouter
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", operation_id="getHealth", summary="Health check")
 async def healthz() -> dict[str, str]:
+    """Answers ``{"status": "ok"}`` while the process serves; no API key needed."""
     return {"status": "ok"}
