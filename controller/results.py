@@ -49,7 +49,7 @@ from shared.coordination.ids import OrderIdAllocator
 from shared.listener import Lease
 from shared.listener.source import poison_queue
 from shared.storage.ports import BlobContainer, QueueMessage
-from shared.tracing import APPLIED, BATCH_ID, CHUNK, AttributeValue, span
+from shared.tracing import APPLIED, BATCH_ID, CHUNK, QUEUE_SYSTEM, AttributeValue, consumer_span
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +164,9 @@ class ResultHandler:
     def chunk_result(self, message: ChunkResult) -> bool:
         """Apply one result; True if this call applied it, False if it already was."""
         attributes: dict[str, AttributeValue] = {BATCH_ID: message.batch_id, CHUNK: message.chunk}
-        with span("reduce chunk", parent=message.trace, attributes=attributes) as current:
+        with consumer_span(
+            "reduce chunk", parent=message.trace, system=QUEUE_SYSTEM, attributes=attributes
+        ) as current:
             applied = self._apply(message)
             current.set_attribute(APPLIED, applied)
             return applied

@@ -34,7 +34,7 @@ from shared import listener_settings, otel_metrics
 from shared.bus.ports import SubscriptionSpec, TriggerBus
 from shared.bus.subscriber import READY_WAIT_SECONDS, TriggerSubscriber
 from shared.contracts.batch_records import BatchRecords
-from shared.contracts.messages import KIND_PROPERTY, TriggerEvent
+from shared.contracts.messages import KIND_PROPERTY, GateEvent, TriggerEvent
 from shared.coordination.ids import OrderIdAllocator
 from shared.listener import ListenerConfig, ListenerSnapshot, QueueListener, QueueSource
 from shared.listener.heartbeat import new_instance_id
@@ -119,8 +119,12 @@ def order_id_allocator(
 
 
 #: Every controller shares one subscription (one wakes per batch, which is enough: it is the
-#: queue, not the trigger, that holds the work). Declared in Bicep for Service Bus.
-CONTROLLER_SUBSCRIPTION = SubscriptionSpec(name="controller", rules=({KIND_PROPERTY: "work"},))
+#: queue, not the trigger, that holds the work). It takes the gate's broadcasts too: a
+#: release sets held processors to work, whose results follow within seconds while the
+#: controller may be deep in its back-off. Declared in Bicep for Service Bus.
+CONTROLLER_SUBSCRIPTION = SubscriptionSpec(
+    name="controller", rules=({KIND_PROPERTY: "work"}, {KIND_PROPERTY: "gate"})
+)
 
 
 class ControllerWorker:
@@ -210,11 +214,15 @@ class ControllerWorker:
                     listener.on_work_detected()
                     handler.expect(event.batch_id)
 
+                def on_gate(event: GateEvent) -> None:
+                    if event.released:  # the held batches' results are coming
+                        listener.on_work_detected()
+
                 self._subscriber = TriggerSubscriber(
                     self._bus,
                     [CONTROLLER_SUBSCRIPTION],
                     on_work=on_work,
-                    on_gate=lambda _event: None,  # the gate holds processors only
+                    on_gate=on_gate,
                 )
                 self._subscriber.start()
             log.info(

@@ -28,6 +28,7 @@ from initiator.openapi import api_document
 from initiator.publishing import FaultHook
 from initiator.request_framing import RefuseAmbiguousFraming
 from initiator.routes import (
+    api_page,
     batches,
     control,
     dashboard,
@@ -107,6 +108,7 @@ def create_app(
     app.include_router(dashboard.data_router)
     app.include_router(live.router)
     app.webhooks.include_router(event_webhooks.router)  # what callbacks receive (documented)
+    app.include_router(api_page.router)
     app.mount("/static", AssetFiles(packages=[("initiator", "static")]), name="static")
 
     @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(require_api_key)])

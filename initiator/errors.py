@@ -1,7 +1,9 @@
 """How failures become HTTP answers: one handler per kind, registered by the app factory.
 
-Every 4xx/5xx the API answers is a JSON problem body (:class:`~initiator.schemas.ProblemDetails`),
-Starlette's and FastAPI's own (401, 404, 405, 422) included. A 503 always carries
+Every 4xx/5xx the API answers is an RFC 9457 problem (:class:`~initiator.schemas.ProblemDetails`,
+``application/problem+json``), Starlette's and FastAPI's own (401, 404, 405, 422) included.
+Its ``type`` is ``about:blank`` when the HTTP status says it all, else a
+``urn:billing:problem:<kind>`` URI (see :data:`PROBLEM_TYPES`). A 503 always carries
 ``Retry-After``: storage or the warehouse unavailable, or every intake slot taken.
 """
 
@@ -24,7 +26,7 @@ from initiator.intake import BatchRejected
 from initiator.intake.problems import Problem
 from initiator.intake_slots import RETRY_AFTER_SECONDS, IntakesBusyError
 from initiator.publishing import IntakeOutcomeUnknownError
-from initiator.schemas import ProblemDetails
+from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails
 from shared.domain.pricebook_store import NoPricebookError
 
 log = logging.getLogger(__name__)
@@ -36,16 +38,47 @@ CLOSE = {"Connection": "close"}
 WAREHOUSE_RETRY_AFTER_SECONDS = 5
 
 
+#: The kinds of problem this API names, beyond the plain HTTP statuses (``about:blank``).
+PROBLEM_KINDS = (
+    "batch-rejected",
+    "batch-too-large",
+    "batch-not-found",
+    "body-timeout",
+    "client-disconnected",
+    "idempotency-conflict",
+    "idempotency-in-progress",
+    "intakes-busy",
+    "invalid-parameters",
+    "no-pricebook",
+    "outcome-unknown",
+    "storage-unavailable",
+    "warehouse-unavailable",
+)
+PROBLEM_TYPES = {kind: f"urn:billing:problem:{kind}" for kind in PROBLEM_KINDS}
+
+
+class ProblemResponse(JSONResponse):
+    media_type = PROBLEM_MEDIA_TYPE
+
+
 def problem(
     status: int,
     title: str,
     detail: str | None = None,
     *,
+    kind: str | None = None,
     problems: list[Problem] | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    body = ProblemDetails(title=title, status=status, detail=detail, problems=problems or [])
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+    """A problem answer; ``kind`` is one of :data:`PROBLEM_KINDS` (None: ``about:blank``)."""
+    body = ProblemDetails(
+        type=PROBLEM_TYPES[kind] if kind else "about:blank",
+        title=title,
+        status=status,
+        detail=detail,
+        problems=problems or [],
+    )
+    return ProblemResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
 def too_large(limit: int) -> JSONResponse:
@@ -54,13 +87,24 @@ def too_large(limit: int) -> JSONResponse:
         413,
         "The batch file is too large",
         reason,
+        kind="batch-too-large",
         problems=[Problem(line=None, field=None, reason=reason)],
     )
 
 
 async def _rejected(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, BatchRejected)
-    return JSONResponse(exc.body(), status_code=exc.status_code)
+    body = exc.body()
+    first = exc.problems[0].reason if exc.problems else None
+    answer = ProblemDetails(
+        type=PROBLEM_TYPES["batch-rejected"],
+        title=body["title"],
+        status=exc.status_code,
+        detail=f"{len(exc.problems)} problem(s){'' if first is None else ', first: ' + first}",
+        problems=exc.problems,
+        problems_truncated=exc.problems_truncated,
+    )
+    return ProblemResponse(answer.model_dump(mode="json"), status_code=exc.status_code)
 
 
 async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
@@ -69,15 +113,23 @@ async def _body_too_large(_request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _idempotency_conflict(_request: Request, exc: Exception) -> JSONResponse:
-    return problem(409, "Idempotency-Key reused for another request", str(exc))
+    return problem(
+        409, "Idempotency-Key reused for another request", str(exc), kind="idempotency-conflict"
+    )
 
 
 async def _idempotency_in_progress(_request: Request, exc: Exception) -> JSONResponse:
-    return problem(409, "Idempotency-Key in use", str(exc), headers={"Retry-After": "1"})
+    return problem(
+        409,
+        "Idempotency-Key in use",
+        str(exc),
+        kind="idempotency-in-progress",
+        headers={"Retry-After": "1"},
+    )
 
 
 async def _no_pricebook(_request: Request, exc: Exception) -> JSONResponse:
-    return problem(503, "No pricebook installed", str(exc))
+    return problem(503, "No pricebook installed", str(exc), kind="no-pricebook")
 
 
 async def _storage_unavailable(request: Request, exc: Exception) -> JSONResponse:
@@ -87,7 +139,9 @@ async def _storage_unavailable(request: Request, exc: Exception) -> JSONResponse
     # back (initiator.publishing.outcome); when it cannot, the answer is "outcome unknown".
     accepting = request.method == "POST" and request.url.path == "/batches"
     detail = "the batch was not accepted; retry later" if accepting else "retry later"
-    return problem(503, "Storage unavailable", detail, headers={"Retry-After": "5"})
+    return problem(
+        503, "Storage unavailable", detail, kind="storage-unavailable", headers={"Retry-After": "5"}
+    )
 
 
 async def _outcome_unknown(_request: Request, exc: Exception) -> JSONResponse:
@@ -98,6 +152,7 @@ async def _outcome_unknown(_request: Request, exc: Exception) -> JSONResponse:
         503,
         "Batch outcome unknown",
         str(exc),
+        kind="outcome-unknown",
         headers={"Retry-After": "5", "X-Batch-Id": exc.batch_id},
     )
 
@@ -109,6 +164,7 @@ async def _warehouse_unavailable(request: Request, exc: Exception) -> JSONRespon
         503,
         "Warehouse unavailable",
         "the warehouse is busy or unreachable; retry later",
+        kind="warehouse-unavailable",
         headers={"Retry-After": str(WAREHOUSE_RETRY_AFTER_SECONDS)},
     )
 
@@ -118,13 +174,14 @@ async def _intakes_busy(_request: Request, exc: Exception) -> JSONResponse:
         503,
         "Too many batches at once",
         str(exc),
+        kind="intakes-busy",
         headers={"Retry-After": str(RETRY_AFTER_SECONDS), **CLOSE},
     )
 
 
 async def _body_timeout(request: Request, exc: Exception) -> JSONResponse:
     log.info("request body timed out on %s %s; nothing was kept", request.method, request.url)
-    return problem(408, "The request body timed out", str(exc), headers=CLOSE)
+    return problem(408, "The request body timed out", str(exc), kind="body-timeout", headers=CLOSE)
 
 
 async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
@@ -137,7 +194,12 @@ async def _http_error(_request: Request, exc: Exception) -> JSONResponse:
 
 async def _client_disconnected(request: Request, _exc: Exception) -> JSONResponse:
     log.info("client disconnected during %s %s; nothing was kept", request.method, request.url)
-    return problem(400, "Client disconnected", "the body ended before it was complete")
+    return problem(
+        400,
+        "Client disconnected",
+        "the body ended before it was complete",
+        kind="client-disconnected",
+    )
 
 
 async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
@@ -151,6 +213,7 @@ async def _invalid_request(_request: Request, exc: Exception) -> JSONResponse:
         422,
         "Invalid request parameters",
         problems[0].reason if problems else None,
+        kind="invalid-parameters",
         problems=problems,
     )
 

@@ -1,12 +1,13 @@
 """The OpenAPI document as the API really answers, and the batch file's request body.
 
-FastAPI's generated document misses three things this API does: every route behind the API
+FastAPI's generated document misses four things this API does: every route behind the API
 key can answer ``401`` (and ``503`` when storage is down); parameter validation answers
-``422`` in our problem shape, not FastAPI's ``HTTPValidationError``; and ``POST /batches``
+``422`` in our problem shape, not FastAPI's ``HTTPValidationError``; every error is
+``application/problem+json`` (RFC 9457), not ``application/json``; and ``POST /batches``
 reads a raw body (CSV, JSON Lines, gzip) that no pydantic model describes.
-:func:`api_document` fixes the first two for every route, present and future (a route is
+:func:`api_document` fixes the first three for every route, present and future (a route is
 behind the key when its operation has a security requirement); :data:`BATCH_FILE_BODY` is
-the third, declared on the route.
+the fourth, declared on the route.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from initiator.schemas import ProblemDetails
+from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails
 
 PROBLEM_REF = f"#/components/schemas/{ProblemDetails.__name__}"
-_PROBLEM_CONTENT = {"application/json": {"schema": {"$ref": PROBLEM_REF}}}
+_PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": PROBLEM_REF}}}
 _TEXT = {"type": "string"}
 _BINARY = {"type": "string", "format": "binary"}
 
@@ -79,6 +80,9 @@ def _describe_errors(document: dict[str, Any]) -> None:
                 responses.setdefault("503", _UNAVAILABLE)
             if "422" in responses:
                 responses["422"] = _INVALID
+            for code, response in responses.items():
+                if code[0] in "45":  # every error answer is a problem
+                    response["content"] = _PROBLEM_CONTENT
     for operations in document.get("webhooks", {}).values():
         for operation in operations.values():  # what a receiver answers: 2xx or a retry
             operation.get("responses", {}).pop("422", None)

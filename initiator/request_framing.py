@@ -2,22 +2,18 @@
 
 ``Content-Length`` together with ``Transfer-Encoding`` is the shape of a request-smuggling
 attempt: a proxy in front may frame the body by one header and this server by the other
-(RFC 9112, section 6.1). Such a request gets a ``400`` at once, with ``Connection: close``,
-instead of waiting for a chunked body that may never come.
+(RFC 9112, section 6.1). Such a request gets a ``400`` problem at once, with
+``Connection: close``, instead of waiting for a chunked body that may never come.
 """
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-PROBLEM = {
-    "title": "Ambiguous request framing",
-    "status": 400,
-    "detail": "the request has both Content-Length and Transfer-Encoding; send one of them",
-    "problems": [],
-}
+from initiator.errors import CLOSE, problem
+
+TITLE = "Ambiguous request framing"
+DETAIL = "the request has both Content-Length and Transfer-Encoding; send one of them"
 
 
 class RefuseAmbiguousFraming:
@@ -28,18 +24,6 @@ class RefuseAmbiguousFraming:
         if scope["type"] == "http":
             names = {name.lower() for name, _value in scope["headers"]}
             if b"content-length" in names and b"transfer-encoding" in names:
-                body = json.dumps(PROBLEM).encode()
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 400,
-                        "headers": [
-                            (b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close"),
-                        ],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
+                await problem(400, TITLE, DETAIL, headers=CLOSE)(scope, receive, send)
                 return
         await self.app(scope, receive, send)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from initiator.intake import Problem
 from shared.contracts.batch_records import BatchRecord
+from shared.contracts.batch_status import OPEN_STATUSES, BatchStatus
+from shared.coordination.gate import GateHistory
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals
 
@@ -25,9 +27,13 @@ class BatchAccepted(BaseModel):
 
 class ChunkCounts(BaseModel):
     total: int
-    applied: int
-    failed: int
-    in_flight: int
+    applied: int = Field(description="chunks in the warehouse")
+    failed: int = Field(description="how many chunks failed (in a poison queue)")
+    in_flight: int = Field(description="chunks neither applied nor failed yet")
+
+
+#: The release gate: processors take work while ``released``, wait while ``held``.
+GateState = Literal["released", "held"]
 
 
 class BatchTimings(BaseModel):
@@ -41,37 +47,77 @@ class BatchTimings(BaseModel):
     throughput: float | None = Field(
         default=None, description="transactions per second, end to end"
     )
+    waiting_for_release_seconds: float = Field(
+        default=0.0,
+        description="time since acceptance the release gate held the processors (so far, "
+        "while the batch is open)",
+    )
+    processing_seconds: float | None = Field(
+        default=None,
+        description="end to end without the time waiting for the release",
+    )
+    processing_throughput: float | None = Field(
+        default=None,
+        description="transactions per second over processing_seconds",
+    )
 
 
 class BatchStatusView(BaseModel):
     """``GET /batches/{id}``: what is known about the batch now."""
 
     batch_id: str
-    status: str = Field(description="receiving, accepting, accepted, processing, completed, failed")
+    status: BatchStatus = Field(
+        description="receiving, accepting, accepted (on the queues), processing, completed, "
+        "failed, or abandoned (the intake gave up on it)"
+    )
+    gate: GateState = Field(
+        default="released",
+        description="the release gate now: held, an open batch waits for a release",
+    )
+    waiting_for_release: bool = Field(
+        default=False, description="the batch is open and the gate holds the processors"
+    )
     priority: Priority
     transactions: int
     chunks: ChunkCounts
     control_totals: ControlTotals | None
     warehouse_totals: ControlTotals | None = None
     reconciled: bool | None = Field(default=None, description="null until the batch closes")
-    failed_chunks: list[int] = Field(default_factory=list, description="chunks in a poison queue")
+    failed_chunks: list[int] = Field(
+        default_factory=list,
+        description="the numbers (indexes) of the failed chunks, the first 100; their count "
+        "is chunks.failed",
+    )
     pricebook_version: str
     payload_bytes: int
     timings: BatchTimings
 
     @classmethod
-    def of(cls, record: BatchRecord) -> BatchStatusView:
+    def of(
+        cls, record: BatchRecord, gate: GateHistory | None = None, *, now: datetime | None = None
+    ) -> BatchStatusView:
         """The view of a batch record: the whole status lives in it (the controller copies
-        its tallies and the warehouse's outcome there), so a poll is one table read."""
+        its tallies and the warehouse's outcome there), so a poll is one table read, and
+        ``gate`` (the release gate and its held spells; None: released, never held) adds
+        the wait for a release."""
+        gate = gate or GateHistory(released=True)
         settled = record.chunks_applied + record.chunks_failed
         end_to_end = (
             (record.completed_at - record.received_at).total_seconds()
             if record.completed_at is not None
             else None
         )
+        waited = 0.0
+        if record.accepted_at is not None:
+            until = record.completed_at or now or datetime.now(UTC)
+            waited = gate.held_seconds(record.accepted_at, until)
+        processing = max(end_to_end - waited, 0.0) if end_to_end is not None else None
+        is_open = record.status in OPEN_STATUSES
         return cls(
             batch_id=record.batch_id,
-            status=record.status.value,
+            status=record.status,
+            gate="released" if gate.released else "held",
+            waiting_for_release=is_open and not gate.released,
             priority=record.priority,
             transactions=record.transactions,
             chunks=ChunkCounts(
@@ -93,6 +139,9 @@ class BatchStatusView(BaseModel):
                 intake_seconds=record.elapsed_intake_seconds(),
                 end_to_end_seconds=end_to_end,
                 throughput=record.transactions / end_to_end if end_to_end else None,
+                waiting_for_release_seconds=waited,
+                processing_seconds=processing,
+                processing_throughput=record.transactions / processing if processing else None,
             ),
         )
 
@@ -102,11 +151,27 @@ class PricebookView(BaseModel):
     pricebook: dict[str, Any] = Field(description="the pricebook in canonical form")
 
 
-class ProblemDetails(BaseModel):
-    """Every 4xx of the API: a title, the status and, for a rejected batch, the problems."""
+#: The media type of every error answer (RFC 9457).
+PROBLEM_MEDIA_TYPE = "application/problem+json"
 
-    title: str
-    status: int
-    detail: str | None = None
-    problems: list[Problem] = Field(default_factory=list)
-    problems_truncated: bool = False
+
+class ProblemDetails(BaseModel):
+    """Every 4xx and 5xx of the API, as RFC 9457 problem details (``application/problem+json``).
+
+    ``type`` names the kind of problem (``about:blank`` when the HTTP status says it all);
+    ``problems`` and ``problems_truncated`` are extension members: a rejected batch's
+    problems by line number, field and reason."""
+
+    type: str = Field(
+        default="about:blank",
+        description="a URI naming the kind of problem; about:blank: the status says it all",
+    )
+    title: str = Field(description="a short summary of the kind of problem")
+    status: int = Field(description="the HTTP status code")
+    detail: str | None = Field(default=None, description="what went wrong in this occurrence")
+    problems: list[Problem] = Field(
+        default_factory=list, description="extension: the problems by line, field and reason"
+    )
+    problems_truncated: bool = Field(
+        default=False, description="extension: true when more problems exist than are listed"
+    )

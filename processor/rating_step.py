@@ -34,7 +34,16 @@ from shared.contracts.messages import ChunkResult, WorkItem
 from shared.domain.pricebook import Pricebook
 from shared.listener.retry import RetryLater, growing_delay
 from shared.storage.ports import BlobContainer, Queue
-from shared.tracing import BATCH_ID, CHUNK, TRANSACTIONS, AttributeValue, span, trace_context
+from shared.tracing import (
+    BATCH_ID,
+    CHUNK,
+    QUEUE_SYSTEM,
+    TRANSACTIONS,
+    AttributeValue,
+    consumer_span,
+    producer_span,
+    trace_context,
+)
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +119,9 @@ class RatingStep:
             CHUNK: item.chunk,
             TRANSACTIONS: item.transactions,
         }
-        with span("rate chunk", parent=item.trace, attributes=attributes):
+        with consumer_span(
+            "rate chunk", parent=item.trace, system=QUEUE_SYSTEM, attributes=attributes
+        ):
             return self._handle(item, dequeue_count)
 
     def _handle(self, item: WorkItem, dequeue_count: int) -> int:
@@ -128,7 +139,11 @@ class RatingStep:
             )
         with self._budget.hold(item.transactions):
             result = self.rate(item)
-        self._output.send(result.to_text())
+        with producer_span(
+            "send result", system=QUEUE_SYSTEM, destination=self._output.name, count=1
+        ):
+            # The result carries the send's context: the chunk's reduce is its child.
+            self._output.send(result.model_copy(update={"trace": trace_context()}).to_text())
         return item.transactions
 
     def _state(self, batch_id: str) -> BatchState:
@@ -179,5 +194,5 @@ class RatingStep:
             transactions=len(rows),
             sha256=hashlib.sha256(blob).hexdigest(),
             processor=self._instance_id,
-            trace=trace_context(),  # this span's: the chunk's reduce is its child
+            trace=trace_context(),  # the rating span's; handle() sends it with its send span's
         )

@@ -69,7 +69,7 @@ from shared.listener import (
 from shared.listener_settings import listener_config
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
-from shared.tracing import BATCH_ID, span
+from shared.tracing import BATCH_ID, TOPIC_SYSTEM, consumer_span
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +267,13 @@ class ProcessorWorker:
         }
 
     def _on_trigger(self, event: TriggerEvent) -> None:
-        with span("trigger", parent=event.trace, attributes={BATCH_ID: event.batch_id}):
+        with consumer_span(
+            "trigger",
+            parent=event.trace,
+            system=TOPIC_SYSTEM,
+            destination=self.settings.trigger_topic,
+            attributes={BATCH_ID: event.batch_id},
+        ):
             # The event names the queues it filled: only those lose their empty back-off.
             started = self.listener.on_work_detected(event.queue_names)
         log.debug("trigger for batch %s: +%d threads", event.batch_id, started)

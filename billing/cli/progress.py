@@ -80,11 +80,18 @@ def follow_batch(client: httpx.Client, batch_id: str, console: Console) -> dict[
             time.sleep(POLL_SECONDS)
             body = _status(client, batch_id)
     console.print(status_table(body))
-    throughput = body["timings"].get("throughput")
-    if throughput is not None:
-        seconds = body["timings"]["end_to_end_seconds"]
+    timings = body["timings"]
+    waited = timings.get("waiting_for_release_seconds") or 0.0
+    if waited and timings.get("processing_throughput") is not None:
         console.print(
-            f"throughput: [bold]{throughput:,.0f}[/] transactions/s end to end "
+            f"throughput: [bold]{timings['processing_throughput']:,.0f}[/] transactions/s "
+            f"processing ({body['transactions']:,} in {timings['processing_seconds']:.1f} s, "
+            f"after {waited:.1f} s waiting for the release)"
+        )
+    elif timings.get("throughput") is not None:
+        seconds = timings["end_to_end_seconds"]
+        console.print(
+            f"throughput: [bold]{timings['throughput']:,.0f}[/] transactions/s end to end "
             f"({body['transactions']:,} in {seconds:.1f} s)"
         )
     return body
@@ -96,13 +103,15 @@ def _status(client: httpx.Client, batch_id: str) -> dict[str, Any]:
 
 
 def _rate(body: dict[str, Any]) -> str:
-    """Transactions applied per second since the batch was received (chunks x mean size)."""
+    """Transactions applied per second since the batch was received (chunks x mean size),
+    the time waiting for the release left out."""
     chunks = body["chunks"]
-    throughput = body["timings"].get("throughput")
+    timings = body["timings"]
+    throughput = timings.get("processing_throughput") or timings.get("throughput")
     if throughput is not None:
         return f"{throughput:,.0f}"
-    received = body["timings"]["received_at"]
-    elapsed = time.time() - _epoch(received)
+    received = timings["received_at"]
+    elapsed = time.time() - _epoch(received) - (timings.get("waiting_for_release_seconds") or 0)
     if not chunks["total"] or elapsed <= 0:
         return "—"
     applied = body["transactions"] * chunks["applied"] / chunks["total"]
@@ -111,7 +120,10 @@ def _rate(body: dict[str, Any]) -> str:
 
 def _state(body: dict[str, Any]) -> str:
     failed = body["chunks"]["failed"]
-    return f"{body['status']}, {failed} failed" if failed else str(body["status"])
+    state = f"{body['status']}, {failed} failed" if failed else str(body["status"])
+    if body.get("waiting_for_release"):
+        state += " · gate held: waiting for release"
+    return state
 
 
 def _epoch(timestamp: str) -> float:

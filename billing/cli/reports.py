@@ -107,6 +107,9 @@ def status_table(body: dict[str, Any]) -> Table:
     table.add_column(style="bold")
     table.add_column()
     table.add_row("status", str(body["status"]))
+    if "gate" in body:  # an initiator that reports the release gate
+        waiting = " (the batch waits for a release)" if body.get("waiting_for_release") else ""
+        table.add_row("gate", f"{body['gate']}{waiting}")
     table.add_row("priority", str(body["priority"]))
     table.add_row("transactions", f"{body['transactions']:,}")
     table.add_row(
@@ -114,8 +117,10 @@ def status_table(body: dict[str, Any]) -> Table:
         f"{chunks['applied']} applied, {chunks['failed']} failed, "
         f"{chunks['in_flight']} in flight, of {chunks['total']}",
     )
+    if chunks["failed"]:
+        table.add_row("failed chunks", f"{chunks['failed']:,}")
     if body.get("failed_chunks"):
-        table.add_row("failed chunks", ", ".join(map(str, body["failed_chunks"])))
+        table.add_row("failed chunk numbers", ", ".join(map(str, body["failed_chunks"])))
     for name in ("transactions", "quantity", "id_checksum"):
         control = (body.get("control_totals") or {}).get(name)
         found = (body.get("warehouse_totals") or {}).get(name)
@@ -129,8 +134,13 @@ def status_table(body: dict[str, Any]) -> Table:
     table.add_row("completed at", str(timings.get("completed_at") or "—"))
     if timings.get("end_to_end_seconds") is not None:
         table.add_row("end to end", f"{timings['end_to_end_seconds']:.2f} s")
-    if timings.get("throughput") is not None:
-        table.add_row("throughput", f"{timings['throughput']:,.0f} tx/s")
+    if timings.get("waiting_for_release_seconds"):
+        table.add_row("waiting for release", f"{timings['waiting_for_release_seconds']:.2f} s")
+        if timings.get("processing_seconds") is not None:
+            table.add_row("processing", f"{timings['processing_seconds']:.2f} s")
+    throughput = timings.get("processing_throughput") or timings.get("throughput")
+    if throughput is not None:
+        table.add_row("throughput", f"{throughput:,.0f} tx/s")
     return table
 
 

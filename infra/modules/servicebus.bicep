@@ -104,6 +104,17 @@ resource tailSubscription 'Microsoft.ServiceBus/namespaces/topics/subscriptions@
   }
 }
 
+// The controller also hears every release of the gate: the held batches' results follow
+// within seconds.
+resource controllerGateRule 'Microsoft.ServiceBus/namespaces/topics/subscriptions/rules@2024-01-01' = {
+  parent: controllerSubscription
+  name: 'gate'
+  properties: {
+    filterType: 'CorrelationFilter'
+    correlationFilter: { properties: { Kind: 'gate' } }
+  }
+}
+
 output name string = namespace.name
 output eventsTopicName string = eventsTopic.name
 output fullyQualifiedNamespace string = '${namespace.name}.servicebus.windows.net'

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from initiator.schemas import BatchStatusView
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.batch_status import BatchStatus
+from shared.coordination.gate import GateHistory
 from shared.storage.ports import Table
 
 #: How many batches the dashboard lists.
@@ -32,12 +33,15 @@ class BatchOverview(BaseModel):
     recent: list[BatchStatusView] = Field(description=f"the {RECENT_BATCHES} newest batches")
 
 
-def read_batch_overview(table: Table, *, limit: int = RECENT_BATCHES) -> BatchOverview:
-    """One query over the ``batch`` partition; counts every record, keeps the newest ``limit``."""
+def read_batch_overview(
+    table: Table, gate: GateHistory | None = None, *, limit: int = RECENT_BATCHES
+) -> BatchOverview:
+    """One query over the ``batch`` partition; counts every record, keeps the newest ``limit``
+    (``gate``: the release gate, for each batch's wait for a release)."""
     records = list(BatchRecords(table).all())
     counts = Counter(record.status for record in records)
     newest = heapq.nlargest(limit, records, key=lambda record: record.received_at)
     return BatchOverview(
         counts={status: counts[status] for status in BatchStatus},
-        recent=[BatchStatusView.of(record) for record in newest],
+        recent=[BatchStatusView.of(record, gate) for record in newest],
     )

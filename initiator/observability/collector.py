@@ -4,11 +4,13 @@
   requests by kind (``queue.put``, ``blob.put``, ``table.write`` …), from :mod:`shared.meter`
   (every storage request is billed).
 * ``billing_batches{status}``: batch records in each status (every status, zeros included).
-* ``billing_processor_instances``, and per live processor instance
-  ``billing_processor_dequeue_threads{instance,state="active"|"total"}``,
+* ``billing_processor_instances``, and per live processor instance (label ``processor``:
+  Prometheus adds ``instance`` itself, for the scraped target)
+  ``billing_processor_dequeue_threads{processor,state="active"|"total"}``,
   ``billing_processor_queue_depth``, ``billing_processor_in_flight``,
   ``billing_processor_handled_total``, ``billing_processor_errors_total``,
-  ``billing_processor_p95_latency_seconds`` and ``billing_processor_heartbeat_age_seconds``.
+  ``billing_processor_handling_duration_seconds`` (a histogram, from the buckets each
+  heartbeat carries) and ``billing_processor_heartbeat_age_seconds``.
 
 The batch and processor figures come from :class:`~initiator.observability.readings.Readings`
 (cached), so a scrape costs no storage request most of the time.
@@ -18,12 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
 from initiator.observability.fleet import ProcessorInstance
 from initiator.observability.readings import Readings
 from shared import meter
+
+#: The label naming a processor instance (``instance`` is the scrape target's, Prometheus's own).
+PROCESSOR_LABEL = "processor"
 
 
 class BillingCollector(Collector):
@@ -66,9 +76,9 @@ def _processor_metrics(instances: list[ProcessorInstance]) -> Iterator[Metric]:
     threads = GaugeMetricFamily(
         "billing_processor_dequeue_threads",
         "Dequeue threads of each live processor instance",
-        labels=["instance", "state"],
+        labels=[PROCESSOR_LABEL, "state"],
     )
-    by_instance = ["instance"]
+    by_instance = [PROCESSOR_LABEL]
     depth = GaugeMetricFamily(
         "billing_processor_queue_depth",
         "Approximate work-queue depth the instance last saw",
@@ -87,9 +97,9 @@ def _processor_metrics(instances: list[ProcessorInstance]) -> Iterator[Metric]:
         "Work items whose handling failed, since the instance started",
         labels=by_instance,
     )
-    latency = GaugeMetricFamily(
-        "billing_processor_p95_latency_seconds",
-        "95th percentile of the instance's recent handling latencies",
+    latency = HistogramMetricFamily(
+        "billing_processor_handling_duration_seconds",
+        "Time to handle one work item (rate a chunk), since the instance started",
         labels=by_instance,
     )
     beat_age = GaugeMetricFamily(
@@ -106,6 +116,12 @@ def _processor_metrics(instances: list[ProcessorInstance]) -> Iterator[Metric]:
         handled.add_metric(name, instance.handled)
         errors.add_metric(name, instance.errors)
         beat_age.add_metric(name, instance.beat_age_seconds)
-        if instance.p95_latency_ms is not None:  # absent until the instance has measured one
-            latency.add_metric(name, instance.p95_latency_ms / 1000)
+        histogram = instance.latency_histogram
+        # Absent in a beat of an older processor; a malformed one is left out, not a 500.
+        if histogram is not None and len(histogram.counts) == len(histogram.le) + 1:
+            cumulative, buckets = 0, []
+            for bound, count in zip([*histogram.le, float("inf")], histogram.counts, strict=True):
+                cumulative += count
+                buckets.append(("+Inf" if bound == float("inf") else repr(bound), cumulative))
+            latency.add_metric(name, buckets, sum_value=histogram.sum)
     yield from (threads, depth, in_flight, handled, errors, latency, beat_age)

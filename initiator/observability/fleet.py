@@ -25,6 +25,15 @@ PROCESSOR_ROLE = "processor"
 STALE_AFTER = timedelta(seconds=2.5 * HEARTBEAT_IDLE_SECONDS)
 
 
+class LatencyHistogram(BaseModel):
+    """Handlings per latency bucket since the instance started (``counts`` has one more
+    entry than ``le``: above every bound), and their summed latency."""
+
+    le: list[float] = Field(description="bucket upper bounds, seconds")
+    counts: list[int]
+    sum: float = Field(description="seconds")
+
+
 class ProcessorInstance(BaseModel):
     """One processor instance's last heartbeat, as the dashboard and /metrics show it."""
 
@@ -50,6 +59,9 @@ class ProcessorInstance(BaseModel):
     errors: int = 0
     poisoned: int = 0
     p95_latency_ms: float | None = Field(default=None, description="absent until measured")
+    latency_histogram: LatencyHistogram | None = Field(
+        default=None, description="handling latencies since the instance started, bucketed"
+    )
     rated_transactions: int = Field(default=0, description="transactions rated since it started")
     storage_requests: dict[str, int] = Field(
         default_factory=dict,
@@ -65,10 +77,10 @@ class ProcessorInstance(BaseModel):
             return {**data, "peak_active_threads": data.get("active_threads", 0)}
         return data
 
-    @field_validator("storage_requests", mode="before")
+    @field_validator("storage_requests", "latency_histogram", mode="before")
     @classmethod
     def _from_json(cls, value: object) -> object:
-        # A table property holds no mapping: the heartbeat stores the counts as JSON text.
+        # A table property holds no mapping: the heartbeat stores these as JSON text.
         return json.loads(value) if isinstance(value, str) else value
 
 

@@ -2,7 +2,9 @@
 
 A plain ASGI middleware rather than ``BaseHTTPMiddleware``, so that ``POST /batches`` keeps
 streaming its body untouched. The route label is the matched route's *template*
-(``/batches/{batch_id}``), never the raw path, so the number of series stays bounded.
+(``/batches/{batch_id}``), never the raw path, so the number of series stays bounded; a
+static file is counted under its mount (``/static``), a 404 of an unknown path as
+:data:`UNMATCHED`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
+from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Buckets for request durations, in seconds: fast reads up to a large batch upload.
@@ -66,8 +69,20 @@ class HttpMetricsMiddleware:
         try:
             await self._app(scope, receive, send_and_note_status)
         finally:
-            # The router writes the matched route into the scope as it dispatches.
-            route = getattr(scope.get("route"), "path", UNMATCHED)
+            route = _route_of(scope)
             method = scope["method"]
             self._metrics.requests.labels(method, route, str(status)).inc()
             self._metrics.durations.labels(method, route).observe(time.perf_counter() - started)
+
+
+def _route_of(scope: Scope) -> str:
+    """The matched route's template, written into the scope by the router as it dispatches.
+    FastAPI's router names no route for a mount: a static file is known by its endpoint,
+    and the mount's path is what it added to the root path."""
+    route = getattr(scope.get("route"), "path", None)
+    if route is not None:
+        return str(route)
+    if isinstance(scope.get("endpoint"), StaticFiles):
+        mount = str(scope.get("root_path", "")).removeprefix(str(scope.get("app_root_path", "")))
+        return mount or "/static"
+    return UNMATCHED

@@ -17,7 +17,7 @@ from initiator.observability.fleet import ProcessorInstance
 from initiator.observability.history import Sample
 from initiator.observability.rates import applied_transactions
 from initiator.observability.sampler import Reading
-from initiator.schemas import BatchStatusView
+from initiator.schemas import BatchStatusView, GateState
 from shared.contracts.batch_status import BatchStatus
 from shared.domain.priority import PRIORITIES, Priority
 from shared.listener.source import poison_queue
@@ -37,8 +37,12 @@ class BatchProgress(BaseModel):
     elapsed_seconds: float = Field(
         description="end to end once closed; until then, since the batch was received"
     )
+    processing_seconds: float = Field(
+        default=0.0, description="elapsed_seconds without the time waiting for the release"
+    )
     transactions_per_second: float | None = Field(
-        description="applied (running) or end to end (closed) transactions per second"
+        description="applied (running) or processed (closed) transactions per second, over "
+        "processing_seconds: the time waiting for the release does not count"
     )
 
 
@@ -46,6 +50,9 @@ class LiveView(BaseModel):
     generated_at: datetime
     age_seconds: float = Field(description="how old the reading is (the sampler took it then)")
     sample_seconds: float = Field(description="seconds between samples")
+    gate: GateState = Field(
+        default="released", description="the release gate: held, processors take no work"
+    )
     window_seconds: float = Field(description="how far back the samples go, at most")
     batch_counts: dict[BatchStatus, int]
     batches: list[BatchProgress] = Field(description="the most recent batches, newest first")
@@ -74,20 +81,24 @@ def queue_infos(settings: Settings) -> list[QueueInfo]:
 
 def progress(batch: BatchStatusView, now: datetime) -> BatchProgress:
     applied = applied_transactions(batch)
-    closed = batch.timings.end_to_end_seconds
+    timings = batch.timings
+    closed = timings.end_to_end_seconds
     if closed is not None:
         return BatchProgress(
             batch=batch,
             applied_transactions=applied,
             elapsed_seconds=closed,
-            transactions_per_second=batch.timings.throughput,
+            processing_seconds=timings.processing_seconds or closed,
+            transactions_per_second=timings.processing_throughput or timings.throughput,
         )
-    elapsed = max((now - batch.timings.received_at).total_seconds(), 0.0)
+    elapsed = max((now - timings.received_at).total_seconds(), 0.0)
+    processing = max(elapsed - timings.waiting_for_release_seconds, 0.0)
     return BatchProgress(
         batch=batch,
         applied_transactions=applied,
         elapsed_seconds=elapsed,
-        transactions_per_second=applied / elapsed if elapsed > 0 else None,
+        processing_seconds=processing,
+        transactions_per_second=applied / processing if processing > 0 else None,
     )
 
 
@@ -105,6 +116,7 @@ def live_view(
         generated_at=now,
         age_seconds=age,
         sample_seconds=sample_seconds,
+        gate="released" if reading.gate_released else "held",
         window_seconds=window_seconds,
         batch_counts=reading.batches.counts,
         batches=[progress(batch, now) for batch in reading.batches.recent],

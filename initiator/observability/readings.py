@@ -1,4 +1,5 @@
-"""The cached views of batches and processors that ``/metrics`` and the dashboard share."""
+"""The cached views of batches, processors and the release gate that ``/metrics``, the
+dashboard and ``GET /batches/{id}`` share."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from initiator.dependencies import Services
 from initiator.observability.batches import BatchOverview, read_batch_overview
 from initiator.observability.cache import TimedCache
 from initiator.observability.fleet import ProcessorInstance, read_live_processors
+from shared.coordination.gate import GateHistory, read_gate_history
 
 #: How long a reading is reused: the dashboard polls every 2 s, Prometheus every 15 s or so.
 READING_TTL_SECONDS = 2.0
 
 
 class Readings:
-    """The batch overview and the live processors, each read at most once per ``ttl``."""
+    """The batch overview, the live processors and the gate, each read at most once per ``ttl``."""
 
     def __init__(self, services: Services, *, ttl: float = READING_TTL_SECONDS) -> None:
         batches_table = services.storage.table(services.settings.batches_table)
         heartbeats_table = services.storage.table(services.settings.heartbeats_table)
-        self._batches = TimedCache(lambda: read_batch_overview(batches_table), ttl=ttl)
+        control = services.storage.container(services.settings.control_container)
+        self._gate = TimedCache(lambda: read_gate_history(control), ttl=ttl)
+        self._batches = TimedCache(
+            lambda: read_batch_overview(batches_table, self._gate.get()), ttl=ttl
+        )
         self._processors = TimedCache(
             lambda: read_live_processors(heartbeats_table, now=datetime.now(UTC)), ttl=ttl
         )
@@ -29,3 +35,6 @@ class Readings:
 
     def processors(self) -> list[ProcessorInstance]:
         return self._processors.get()
+
+    def gate(self) -> GateHistory:
+        return self._gate.get()

@@ -52,6 +52,7 @@ class Reading:
     sample: Sample
     batches: BatchOverview
     processors: list[ProcessorInstance]
+    gate_released: bool = True
 
 
 class Sampler:
@@ -147,7 +148,7 @@ class Sampler:
             cost_per_minute=self._cost(requests),
         )
         self.ring.append(sample)
-        reading = Reading(sample, batches, processors)
+        reading = Reading(sample, batches, processors, self._readings.gate().released)
         with self._sampled:
             self._latest = reading
             self._sampled.notify_all()

@@ -32,6 +32,7 @@ from shared.domain.priority import PRIORITIES, Priority
 from shared.domain.transactions import ControlTotals
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
+from shared.tracing import BATCH_ID, PRIORITY, QUEUE_SYSTEM, TOPIC_SYSTEM, producer_span
 
 FaultHook = Callable[[str], None]
 """Called with the name of each step just completed; see :data:`STEPS`."""
@@ -89,6 +90,8 @@ class Publisher:
             p: [storage.queue(q) for q in settings.work_queues(p)] for p in PRIORITIES
         }
         self.storage_account = storage.account_name
+        self.work_queue_template = settings.work_queue_prefix + "-{priority}-{partition}"
+        self.trigger_topic = settings.trigger_topic
         self.bus = bus
         self.fault = fault or _no_fault
         self.compresslevel = compresslevel
@@ -207,12 +210,20 @@ class Publication:
     def _enqueue(self, chunks: list[StoredChunk]) -> list[str]:
         """Step 4: one work item per chunk on the priority's partitions."""
         intent = self._intent
-        items = work_items(intent.batch_id, intent.priority, intent.pricebook_version, chunks)
-        return send_work_items(
-            items,
-            self._p.work_queues[intent.priority],
-            after_each=lambda: self._p.fault("work_item_sent"),
-        )
+        # The items carry this span's context: each chunk's rating is its child.
+        with producer_span(
+            "send work items",
+            system=QUEUE_SYSTEM,
+            template=self._p.work_queue_template,
+            count=len(chunks),
+            attributes={BATCH_ID: intent.batch_id, PRIORITY: intent.priority},
+        ):
+            items = work_items(intent.batch_id, intent.priority, intent.pricebook_version, chunks)
+            return send_work_items(
+                items,
+                self._p.work_queues[intent.priority],
+                after_each=lambda: self._p.fault("work_item_sent"),
+            )
 
     def _signal_work(self) -> None:
         """After step 4: move the work signal, which idle processors read instead of every
@@ -230,9 +241,16 @@ class Publication:
     def _announce(self, record: BatchRecord, queue_names: list[str]) -> None:
         """Step 6: the trigger. A lost trigger only delays processing (the safety poll)."""
         try:
-            announce(
-                self._p.bus, record, storage_account=self._p.storage_account, queues=queue_names
-            )
+            with producer_span(
+                "publish trigger",
+                system=TOPIC_SYSTEM,
+                destination=self._p.trigger_topic,
+                count=1,
+                attributes={BATCH_ID: record.batch_id},
+            ):
+                announce(
+                    self._p.bus, record, storage_account=self._p.storage_account, queues=queue_names
+                )
             self._p.fault("trigger_published")
         except Exception:
             log.warning(

@@ -33,6 +33,7 @@ from initiator.disconnect import unless_client_leaves
 from initiator.errors import problem, too_large
 from initiator.idempotency import MAX_KEY_LENGTH
 from initiator.intake_slots import IntakeSlots
+from initiator.observability.readings import Readings
 from initiator.openapi import BATCH_FILE_BODY
 from initiator.schemas import BatchAccepted, BatchStatusView, ProblemDetails
 from shared.contracts.batch_records import BatchRecord
@@ -46,6 +47,8 @@ BATCH_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 @router.post(
     "/batches",
     status_code=status.HTTP_202_ACCEPTED,
+    operation_id="submitBatch",
+    summary="Submit a batch file",
     response_model=BatchAccepted,
     responses={
         200: {"model": BatchAccepted, "description": "The same batch again (Idempotency-Key)"},
@@ -70,7 +73,11 @@ async def submit_batch(
     ] = None,
     services: Services = Depends(get_services),
 ) -> Any:
-    """Take a batch file (CSV or JSON Lines, optionally gzip): 202 once it is on the queues."""
+    """Take a batch file (CSV or JSON Lines, optionally gzip) and answer 202 once every chunk
+    is on its work queue. The whole file is validated first: a bad line, a missing column,
+    a duplicate ``transaction_id`` or an oversize body rejects the batch (a problem naming the
+    lines and reasons) and leaves no trace. The same ``Idempotency-Key`` with the same body
+    answers 200 with the batch already accepted."""
     settings = services.settings
     if callback is not None:
         refused = await anyio.to_thread.run_sync(refuse_callback, callback, settings)
@@ -113,17 +120,25 @@ async def submit_batch(
 @router.get(
     "/batches/{batch_id}",
     name="get_batch",
+    operation_id="getBatch",
+    summary="Get a batch's status",
     response_model=BatchStatusView,
     responses={404: {"model": ProblemDetails}},
 )
 def get_batch(
+    request: Request,
     batch_id: Annotated[str, Path(pattern=BATCH_ID_PATTERN)],
     services: Services = Depends(get_services),
 ) -> Any:
+    """What is known about the batch now: its status, chunk counts, control totals and, once
+    it closes, the warehouse's totals, whether they reconcile, and its timings. ``gate`` says
+    whether the release gate holds the processors (the batch waits for a release); the
+    timings report the time spent waiting for the release apart from processing."""
     stored = services.records.find(batch_id)
     if stored is None:
-        return problem(404, "Batch not found", f"no batch {batch_id!r}")
-    return BatchStatusView.of(stored.record)
+        return problem(404, "Batch not found", f"no batch {batch_id!r}", kind="batch-not-found")
+    readings: Readings = request.app.state.readings
+    return BatchStatusView.of(stored.record, readings.gate())
 
 
 def _status_url(request: Request, batch_id: str, public_base_url: str | None) -> str:

@@ -25,18 +25,25 @@ class GateView(BaseModel):
     released: bool
 
 
-@router.post("/release", response_model=GateView)
+@router.post(
+    "/release", operation_id="releaseGate", summary="Release the gate", response_model=GateView
+)
 def release(services: Services = Depends(get_services)) -> GateView:
+    """Open the release gate: the durable flag, then a broadcast that wakes every processor."""
     return _flip(services, released=True)
 
 
-@router.post("/hold", response_model=GateView)
+@router.post("/hold", operation_id="holdGate", summary="Hold the gate", response_model=GateView)
 def hold(services: Services = Depends(get_services)) -> GateView:
+    """Close the release gate: processors finish what they hold and take no new work."""
     return _flip(services, released=False)
 
 
-@router.get("/gate", response_model=GateView)
+@router.get(
+    "/gate", operation_id="getGate", summary="Get the gate's state", response_model=GateView
+)
 def gate(services: Services = Depends(get_services)) -> GateView:
+    """Whether the release gate is released (processors take work) or held (they wait)."""
     return GateView(released=read_gate(_control(services)))
 
 

@@ -41,8 +41,15 @@ def dashboard_page() -> HTMLResponse:
     return HTMLResponse(_page(), headers={"Cache-Control": "no-store"})
 
 
-@data_router.get("/dashboard/data", response_model=DashboardData)
+@data_router.get(
+    "/dashboard/data",
+    operation_id="getDashboardData",
+    summary="The dashboard's batches and processors",
+    response_model=DashboardData,
+)
 def dashboard_data(request: Request) -> DashboardData:
+    """Batch counts by status, the most recent batches and the live processor instances,
+    read at most once every two seconds however many ask."""
     readings: Readings = request.app.state.readings
     overview = readings.batches()
     return DashboardData(

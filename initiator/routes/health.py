@@ -30,13 +30,18 @@ def _answer(reason: str | None) -> JSONResponse:
     return JSONResponse({"status": "unavailable", "reason": reason}, status_code=503)
 
 
-@router.get("/healthz")
+@router.get("/healthz", operation_id="getHealth", summary="Liveness probe")
 async def healthz() -> JSONResponse:
+    """Liveness: ``{"status": "ok"}``, or 503 with the reason when only a restart can help
+    (the process is nearly out of file descriptors). No API key needed."""
     return _answer(descriptor_shortage(LIVE_SHARE))
 
 
-@router.get("/readyz")
+@router.get("/readyz", operation_id="getReadiness", summary="Readiness probe")
 async def readyz(request: Request) -> JSONResponse:
+    """Readiness: ``{"status": "ok"}`` while the initiator can take batches, or 503 with the
+    reason (few descriptors to spare, storage failing for longer than its retries take).
+    No API key needed."""
     storage: OutageClock | None = getattr(request.app.state, "storage_outage", None)
     reason = descriptor_shortage(READY_SHARE) or (storage.outage() if storage else None)
     return _answer(reason)

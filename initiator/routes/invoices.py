@@ -34,6 +34,8 @@ MAX_OFFSET = 2**63 - 1
 @router.get(
     "/batches/{batch_id}/invoices",
     name="get_batch_invoices",
+    operation_id="getBatchInvoices",
+    summary="List a batch's invoices",
     response_model=InvoicePage,
     responses={404: {"model": ProblemDetails}, 503: {"model": ProblemDetails}},
 )
@@ -46,10 +48,18 @@ def get_batch_invoices(
     ),
     services: Services = Depends(get_services),
 ) -> Any:
+    """The batch's per-customer totals, a page at a time, by customer id or largest total.
+    While the batch is processing they are the totals so far; final once it is completed."""
     if services.records.find(batch_id) is None:
-        return problem(404, "Batch not found", f"no batch {batch_id!r}")
+        return problem(404, "Batch not found", f"no batch {batch_id!r}", kind="batch-not-found")
     try:
         return services.invoices.page(batch_id, limit=limit, offset=offset, order=order)
     except WarehouseNotReadyError as error:
         retry_after = {"Retry-After": str(WAREHOUSE_RETRY_AFTER_SECONDS)}
-        return problem(503, "Warehouse not ready", str(error), headers=retry_after)
+        return problem(
+            503,
+            "Warehouse not ready",
+            str(error),
+            kind="warehouse-unavailable",
+            headers=retry_after,
+        )

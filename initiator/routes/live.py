@@ -22,6 +22,8 @@ router = APIRouter(tags=["dashboard"], dependencies=[Depends(require_api_key)])
 
 @router.get(
     "/dashboard/live",
+    operation_id="getDashboardLive",
+    summary="The dashboard's live figures",
     response_model=LiveView,
     responses={503: {"description": "no reading yet: storage did not answer the sampler"}},
 )
@@ -29,6 +31,9 @@ def dashboard_live(
     request: Request,
     after: int = Query(0, ge=0, description="the seq of the last sample the caller has"),
 ) -> LiveView:
+    """The latest reading (batches, processors, queue depths, rates) and the samples after
+    ``after``: what the dashboard's charts and ``billing top`` draw. Polling keeps the one
+    sampler going; nobody polling, it makes no storage request."""
     sampler: Sampler = request.app.state.sampler
     queues: list[QueueInfo] = request.app.state.sampled_queues
     reading = sampler.watched()

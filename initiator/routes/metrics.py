@@ -17,9 +17,13 @@ router = APIRouter(tags=["observability"], dependencies=[Depends(require_api_key
 
 @router.get(
     "/metrics",
+    operation_id="getMetrics",
+    summary="Prometheus metrics",
     response_class=Response,
     responses={200: {"content": {EXPOSITION_CONTENT_TYPE: {}}, "description": "Metrics"}},
 )
 def metrics(request: Request) -> Response:
+    """The initiator's metrics in the Prometheus text format: HTTP requests by route and
+    status, storage requests by kind, batches by status, and the live processors' figures."""
     api_metrics: ApiMetrics = request.app.state.metrics
     return Response(api_metrics.exposition(), media_type=EXPOSITION_CONTENT_TYPE)

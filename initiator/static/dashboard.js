@@ -85,10 +85,20 @@ function render(data) {
   element("updated").textContent =
     `updated ${new Date(data.generated_at).toLocaleTimeString()} · ` +
     `reading ${data.age_seconds.toFixed(1)} s old · refreshes every second`;
+  renderGate(data.gate);
   renderCounts(data.batch_counts);
   renderRows("batches", "no-batches", data.batches, batchCells, (p) => p.batch.batch_id);
   renderRows("processors", "no-processors", data.processors, processorCells, (p) => p.instance);
   window.BillingLive.absorb(data);
+}
+
+// The release gate: while it is held, processors take no work and open batches wait.
+function renderGate(gate) {
+  const badge = element("gate");
+  badge.hidden = false;
+  badge.textContent =
+    gate === "held" ? "gate held: processors wait for a release" : "gate released";
+  badge.className = `gate gate-${gate}`;
 }
 
 function renderCounts(counts) {
@@ -130,17 +140,28 @@ function batchCells(progress) {
   const chunks = batch.chunks;
   const closed = batch.timings.end_to_end_seconds !== null;
   const perSecond = progress.transactions_per_second;
+  const waited = batch.timings.waiting_for_release_seconds;
+  const status = batch.waiting_for_release ? `${batch.status} · waiting for release` : batch.status;
   return [
     cell(batch.batch_id, "id"),
     cell(new Date(batch.timings.received_at).toLocaleTimeString()),
     cell(batch.priority),
-    cell(batch.status, `status status-${batch.status}`),
+    cell(status, `status status-${batch.status}${batch.waiting_for_release ? " waiting" : ""}`),
     chunksCell(chunks),
     cell(batch.transactions.toLocaleString(), "number"),
     reconciledCell(batch.reconciled),
-    cell(`${progress.elapsed_seconds.toFixed(1)} s${closed ? "" : " so far"}`, "number"),
+    timeCell(progress, closed, waited),
     cell(perSecond === null ? "—" : Math.round(perSecond).toLocaleString(), "number"),
   ];
+}
+
+// Processing time, and the wait for a release apart (it is no processing time).
+function timeCell(progress, closed, waited) {
+  let text = `${progress.processing_seconds.toFixed(1)} s${closed ? "" : " so far"}`;
+  if (waited >= 0.05) {
+    text += ` + ${waited.toFixed(1)} s waiting for release`;
+  }
+  return cell(text, "number");
 }
 
 // The counts as text, and a bar: applied and failed chunks out of the batch's total.

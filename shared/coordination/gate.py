@@ -16,6 +16,10 @@ The operator writes the blob *before* broadcasting, so a worker woken by the bro
 and re-reading the blob never sees the old state. No blob means released: a deployment
 that never uses the gate never waits. Provisioning writes it released (create-only), and a
 worker that finds none creates it so, so that its reads do not answer 404 by design.
+
+The flag also keeps when the gate was held (:class:`GateHistory`: the last
+:data:`KEPT_HOLDS` spells), so that a batch's status can report the time it waited for a
+release apart from the time it was processed.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import contextlib
 import json
 import logging
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
@@ -37,7 +43,26 @@ GATE_BLOB = "gate/state.json"
 #: What a gate broadcast carries, and what a processor subscription's gate rule matches.
 GATE_PROPERTIES: dict[str, str] = {KIND_PROPERTY: "gate"}
 
+#: Held spells the flag remembers (a hold and a release take a few hundred bytes).
+KEPT_HOLDS = 100
+
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class GateHistory:
+    """The gate now, and the spells it was held: ``(held at, released at or None)``."""
+
+    released: bool
+    holds: tuple[tuple[datetime, datetime | None], ...] = ()
+
+    def held_seconds(self, start: datetime, end: datetime) -> float:
+        """Seconds between ``start`` and ``end`` during which the gate was held."""
+        total = 0.0
+        for held_at, released_at in self.holds:
+            overlap = (min(released_at or end, end) - max(held_at, start)).total_seconds()
+            total += max(overlap, 0.0)
+        return total
 
 
 def read_gate(control: BlobContainer) -> bool:
@@ -58,8 +83,47 @@ def _parse(control: BlobContainer, blob: Blob) -> bool:
         ) from exc
 
 
-def _state(released: bool) -> bytes:
-    return json.dumps({"released": released, "at": datetime.now(UTC).isoformat()}).encode()
+def read_gate_history(control: BlobContainer) -> GateHistory:
+    """The gate and its held spells (released with none when no operator ever set it)."""
+    try:
+        blob = control.get(GATE_BLOB)
+    except ResourceNotFoundError:
+        return GateHistory(released=True)
+    return GateHistory(released=_parse(control, blob), holds=_holds(blob.data))
+
+
+def _holds(data: bytes) -> tuple[tuple[datetime, datetime | None], ...]:
+    try:
+        spells = json.loads(data).get("holds", [])
+        return tuple(
+            (datetime.fromisoformat(held), None if ended is None else datetime.fromisoformat(ended))
+            for held, ended in spells
+        )
+    except (ValueError, TypeError, AttributeError):  # a flag written without them
+        return ()
+
+
+def _state(released: bool, holds: Sequence[tuple[datetime, datetime | None]] = ()) -> bytes:
+    spells = [
+        [held.isoformat(), None if ended is None else ended.isoformat()] for held, ended in holds
+    ]
+    document = {"released": released, "at": datetime.now(UTC).isoformat(), "holds": spells}
+    return json.dumps(document).encode()
+
+
+def _next_holds(
+    control: BlobContainer, *, released: bool
+) -> list[tuple[datetime, datetime | None]]:
+    """The held spells once the gate is set: a hold opens a spell, a release closes it."""
+    previous = read_gate_history(control)
+    holds = list(previous.holds)
+    now = datetime.now(UTC)
+    open_spell = bool(holds) and holds[-1][1] is None
+    if released and open_spell:
+        holds[-1] = (holds[-1][0], now)
+    elif not released and not open_spell:
+        holds.append((now, None))
+    return holds[-KEPT_HOLDS:]
 
 
 def ensure_gate(control: BlobContainer) -> None:
@@ -73,7 +137,11 @@ def set_gate(control: BlobContainer, bus: TriggerBus | None, *, released: bool) 
     each processor subscription has a rule for the gate besides its priority rules. The
     work signal moves in between, so that idle workers whose broadcast is lost re-read the
     flag on their next safety tick."""
-    control.put(GATE_BLOB, _state(released))
+    try:
+        holds = _next_holds(control, released=released)
+    except ValueError:  # a corrupt flag is overwritten, its history with it
+        holds = [] if released else [(datetime.now(UTC), None)]
+    control.put(GATE_BLOB, _state(released, holds))
     signal_work(control, "gate")
     if bus is not None:
         body = GateEvent(released=released).to_text().encode()

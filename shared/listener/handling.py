@@ -23,6 +23,7 @@ from shared.listener.poison import ErrorMemory, PoisonMover, describe_error
 from shared.listener.renewal import Lease, LeaseRenewer
 from shared.listener.retry import RetryLater
 from shared.listener.state import ListenerState
+from shared.tracing import delivering
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,8 @@ class MessageHandling:
         """The handling latency, or None if the message is left to reappear."""
         started = self._clock()
         try:
-            self._handler(lease)
+            with delivering(lease.queue_name, lease.message_id):  # for the handler's span
+                self._handler(lease)
         except RetryLater:
             raise
         except Exception as error:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from shared.listener.state import ListenerSnapshot, ListenerState
+from shared.listener.state import LATENCY_BUCKETS_SECONDS, ListenerSnapshot, ListenerState
 from shared.storage.ports import Entity, Table
 
 log = logging.getLogger(__name__)
@@ -144,6 +144,14 @@ class Heartbeat:
             properties["last_latency_ms"] = snapshot.last_latency_ms
         if snapshot.p95_latency_ms is not None:
             properties["p95_latency_ms"] = snapshot.p95_latency_ms
+        # A table property holds no list: the histogram as JSON, with its bounds.
+        properties["latency_histogram"] = json.dumps(
+            {
+                "le": list(LATENCY_BUCKETS_SECONDS),
+                "counts": list(snapshot.latency_bucket_counts),
+                "sum": snapshot.latency_sum_seconds,
+            }
+        )
         if self._extra is not None:
             properties.update(self._extra())
         return Entity(partition_key=self.role, row_key=self.instance_id, properties=properties)

@@ -4,7 +4,9 @@ The engine updates one :class:`ListenerState` from all its threads; ``snapshot()
 consistent, immutable :class:`ListenerSnapshot` for logs, ``/metrics``, the heartbeat entity
 and tests. Latency percentiles come from a sliding window of the most recent handlings (a
 bounded reservoir), so memory stays constant and p95 reflects the current load, not the
-whole history.
+whole history; the same latencies are also counted into fixed buckets since the listener
+started (:data:`LATENCY_BUCKETS_SECONDS`), which ``/metrics`` exposes as a Prometheus
+histogram (a percentile cannot be aggregated over instances; bucket counts can).
 
 Threads can start and retire between two heartbeats, so the count running now may miss a
 whole burst: the state also keeps the peak of active threads since the heartbeat last
@@ -14,6 +16,7 @@ lock that guards the count anyway.
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 from collections import deque
@@ -24,6 +27,8 @@ from pydantic import BaseModel, ConfigDict
 
 #: how many recent handling latencies the p95 is computed over
 LATENCY_WINDOW = 1024
+#: upper bounds of the handling-latency buckets, in seconds (a chunk rates in tens of ms)
+LATENCY_BUCKETS_SECONDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
 
 class ListenerSnapshot(BaseModel):
@@ -49,6 +54,10 @@ class ListenerSnapshot(BaseModel):
     renewals: int
     last_latency_ms: float | None
     p95_latency_ms: float | None
+    #: handlings per latency bucket since start (one more than the bounds: the last is
+    #: above every bound), and the sum of their latencies in seconds
+    latency_bucket_counts: tuple[int, ...] = (0,) * (len(LATENCY_BUCKETS_SECONDS) + 1)
+    latency_sum_seconds: float = 0.0
     #: no dequeue thread is left; only the slow safety poll watches the queues
     safety_poll_only: bool
 
@@ -73,6 +82,8 @@ class ListenerState:
         self._poisoned = 0
         self._renewals = 0
         self._latencies: deque[float] = deque(maxlen=LATENCY_WINDOW)
+        self._buckets = [0] * (len(LATENCY_BUCKETS_SECONDS) + 1)
+        self._latency_sum = 0.0
         self._safety_poll_only = False
 
     # --- written by the engine ---------------------------------------------------------
@@ -108,6 +119,8 @@ class ListenerState:
             if latency_seconds is not None:
                 self._handled += 1
                 self._latencies.append(latency_seconds * 1000)
+                self._buckets[bisect.bisect_left(LATENCY_BUCKETS_SECONDS, latency_seconds)] += 1
+                self._latency_sum += latency_seconds
 
     def poisoned(self) -> None:
         with self._lock:
@@ -153,6 +166,8 @@ class ListenerState:
                 renewals=self._renewals,
                 last_latency_ms=last,
                 p95_latency_ms=_nearest_rank(latencies, 0.95),
+                latency_bucket_counts=tuple(self._buckets),
+                latency_sum_seconds=self._latency_sum,
                 safety_poll_only=self._safety_poll_only,
             )
 

@@ -137,12 +137,56 @@ async def test_live_processors_and_their_threads(api: Api) -> None:
         if name == "billing_processor_dequeue_threads"
     }
     assert threads == {
-        (("instance", "proc-a"), ("state", "active")): 2,
-        (("instance", "proc-a"), ("state", "total")): 3,
-        (("instance", "proc-b"), ("state", "active")): 1,
-        (("instance", "proc-b"), ("state", "total")): 1,
+        (("processor", "proc-a"), ("state", "active")): 2,
+        (("processor", "proc-a"), ("state", "total")): 3,
+        (("processor", "proc-b"), ("state", "active")): 1,
+        (("processor", "proc-b"), ("state", "total")): 1,
     }
-    assert samples[("billing_processor_queue_depth", (("instance", "proc-a"),))] == 40
-    assert samples[("billing_processor_handled_total", (("instance", "proc-b"),))] == 12
-    p95 = samples[("billing_processor_p95_latency_seconds", (("instance", "proc-a"),))]
-    assert p95 == pytest.approx(0.05)
+    assert samples[("billing_processor_queue_depth", (("processor", "proc-a"),))] == 40
+    assert samples[("billing_processor_handled_total", (("processor", "proc-b"),))] == 12
+    # No series carries "instance": Prometheus adds that label itself, for the target.
+    assert not [key for key in samples if "instance" in dict(key[1])]
+
+
+async def test_handling_latency_is_a_histogram_per_processor(api: Api) -> None:
+    table = api.services.storage.table(api.settings.heartbeats_table)
+    write_beat(table, "proc-a", Figures(handled=12, latency_seconds=0.04))
+    types, _ = await scrape(api)
+    samples = await scrape_until(
+        api,
+        lambda s: (
+            ("billing_processor_handling_duration_seconds_count", (("processor", "proc-a"),)) in s
+        ),
+    )
+    types, _ = await scrape(api)
+    assert types["billing_processor_handling_duration_seconds"] == "histogram"
+    proc_a = (("processor", "proc-a"),)
+
+    def bucket(le: str) -> float:
+        return samples[
+            ("billing_processor_handling_duration_seconds_bucket", (("le", le), *proc_a))
+        ]
+
+    assert bucket("0.025") == 0
+    assert bucket("0.05") == 12
+    assert bucket("+Inf") == 12
+    assert samples[("billing_processor_handling_duration_seconds_count", proc_a)] == 12
+    assert samples[("billing_processor_handling_duration_seconds_sum", proc_a)] == pytest.approx(
+        0.48
+    )
+    assert "billing_processor_p95_latency_seconds" not in types
+
+
+async def test_static_files_are_counted_under_their_route_not_unmatched(api: Api) -> None:
+    for asset in ("dashboard.js", "dashboard.css", "no-such.js"):
+        await api.client.get(f"/static/{asset}")
+    await api.client.get("/no/such/route")
+    _, samples = await scrape(api)
+    static = {
+        labels: value
+        for (name, labels), value in samples.items()
+        if name == "billing_http_requests_total" and dict(labels)["route"] == "/static"
+    }
+    assert sum(static.values()) == 3
+    unmatched = (("method", "GET"), ("route", "unmatched"), ("status", "404"))
+    assert samples[("billing_http_requests_total", unmatched)] == 1

@@ -45,8 +45,58 @@ def operations(document: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]
 
 
 def schema_ref(response: dict[str, Any]) -> str | None:
-    ref: str | None = response["content"]["application/json"]["schema"].get("$ref")
+    ref: str | None = response["content"]["application/problem+json"]["schema"].get("$ref")
     return ref
+
+
+OPERATION_IDS = {
+    "GET /healthz": "getHealth",
+    "GET /readyz": "getReadiness",
+    "POST /batches": "submitBatch",
+    "GET /batches/{batch_id}": "getBatch",
+    "GET /batches/{batch_id}/invoices": "getBatchInvoices",
+    "GET /pricebook": "getPricebook",
+    "POST /control/release": "releaseGate",
+    "POST /control/hold": "holdGate",
+    "GET /control/gate": "getGate",
+    "GET /metrics": "getMetrics",
+    "GET /dashboard/data": "getDashboardData",
+    "GET /dashboard/live": "getDashboardLive",
+}
+
+
+def test_every_operation_has_a_summary_a_description_and_a_stable_id(
+    document: dict[str, Any],
+) -> None:
+    found = {name: op.get("operationId") for name, op in operations(document)}
+    assert found == OPERATION_IDS
+    for name, operation in operations(document):
+        assert operation.get("summary"), name
+        assert len(operation.get("description", "")) > 20, name
+
+
+def test_closed_values_are_enums(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    status = schemas["BatchStatusView"]["properties"]["status"]
+    assert schemas[status["$ref"].rsplit("/", 1)[1]]["enum"] == [
+        "receiving",
+        "accepting",
+        "accepted",
+        "processing",
+        "completed",
+        "failed",
+        "abandoned",
+    ]
+    assert schemas["BatchStatusView"]["properties"]["gate"]["enum"] == ["released", "held"]
+    priority = schemas["BatchStatusView"]["properties"]["priority"]
+    assert set(priority["enum"]) == {"high", "normal", "low"}
+
+
+def test_every_error_answer_is_documented_as_problem_json(document: dict[str, Any]) -> None:
+    for name, operation in operations(document):
+        for code, response in operation["responses"].items():
+            if code[0] in "45":
+                assert list(response["content"]) == ["application/problem+json"], (name, code)
 
 
 def test_every_route_behind_the_key_documents_its_401_as_a_problem(
@@ -92,10 +142,44 @@ def test_error_answers_are_problem_details(
 ) -> None:
     response = httpx.get(f"{live.base_url}{path}", headers=headers)
     assert response.status_code == status
-    assert response.headers["content-type"] == "application/json"
+    assert response.headers["content-type"] == "application/problem+json"
     body = response.json()
     assert set(body) == set(ProblemDetails.model_fields)
     assert ProblemDetails.model_validate(body).status == status
+    assert body["type"] == "about:blank" or body["type"].startswith("urn:billing:problem:")
+    assert body["title"]
+
+
+def test_a_rejected_batch_is_a_typed_problem_with_its_lines(live: LiveInitiator) -> None:
+    bad = b"transaction_id,customer_id,sku,quantity,region,occurred_at\nt1,c1,SKU-1,0,EU,x\n"
+    response = httpx.post(
+        f"{live.base_url}/batches", content=bad, headers={**AUTH, "Content-Type": "text/csv"}
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    body = response.json()
+    assert body["type"] == "urn:billing:problem:batch-rejected"
+    assert body["status"] == 422
+    assert body["detail"]
+    assert body["problems"][0]["line"] == 2
+
+
+def test_the_api_page_and_the_icon_answer_without_third_party_assets(
+    live: LiveInitiator,
+) -> None:
+    page = httpx.get(f"{live.base_url}/docs")
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    assert "https://" not in page.text
+    assert "http://" not in page.text
+    script = httpx.get(f"{live.base_url}/static/api.js")
+    assert script.status_code == 200
+    assert "/openapi.json" in script.text
+    for icon in ("/favicon.ico", "/favicon.svg"):
+        answer = httpx.get(f"{live.base_url}{icon}")
+        assert answer.status_code == 200, icon
+        assert answer.headers["content-type"] == "image/svg+xml"
+    assert httpx.get(f"{live.base_url}/openapi.json").status_code == 401
 
 
 def test_the_batch_event_a_callback_receives_is_in_the_webhooks_section(

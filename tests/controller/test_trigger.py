@@ -14,6 +14,7 @@ from controller.worker import ControllerWorker, controller_listener_config
 from shared.bus.embedded import EmbeddedSubscription, EmbeddedTriggerBus
 from shared.bus.ports import SubscriptionSpec
 from shared.contracts.messages import KIND_PROPERTY, PRIORITY_PROPERTY, TriggerEvent
+from shared.coordination.gate import set_gate
 from shared.listener import QueueListener
 from shared.listener.backoff import Backoff
 from shared.listener_settings import listener_config
@@ -72,6 +73,27 @@ def test_a_trigger_wakes_the_controller_out_of_its_back_off(
         for message in batch.results:
             output.send(message.to_text())
         publish_trigger(bus, storage, batch)
+
+        record = wait_until_closed(storage, settings, batch.batch_id, timeout=10)
+        assert record.reconciled is True
+
+
+def test_a_gate_release_wakes_the_controller_out_of_its_back_off(
+    settings: Settings, storage: StorageAccount, tmp_path: Path
+) -> None:
+    # Held processors were released: their results land on the output queue while the
+    # controller, woken by the batch's trigger long ago, sleeps in its back-off.
+    bus = EmbeddedTriggerBus(tmp_path / "bus", settings.trigger_topic)
+    config = listener_config(
+        settings, backoff_min_idle=30.0, backoff_max_idle=60.0, scaling_rule="0:1"
+    )
+    with controller_on(bus, settings, storage, listener_config=config):
+        time.sleep(0.5)  # it has found the output queue empty and gone to sleep
+        batch = publish_batch(storage, settings, "b-released", make_transactions(40), chunk_size=20)
+        output = storage.queue(settings.output_queue)
+        for message in batch.results:
+            output.send(message.to_text())
+        set_gate(storage.container(settings.control_container), bus, released=True)
 
         record = wait_until_closed(storage, settings, batch.batch_id, timeout=10)
         assert record.reconciled is True

@@ -69,6 +69,11 @@ def parent_is(child: ReadableSpan, parent: ReadableSpan) -> bool:
     )
 
 
+def messaging(span: ReadableSpan) -> dict[str, object]:
+    """The span's OpenTelemetry messaging attributes."""
+    return {k: v for k, v in (span.attributes or {}).items() if k.startswith("messaging.")}
+
+
 def test_one_batch_is_one_trace_from_intake_through_rating_to_reduce(
     make_settings: SettingsFactory, tmp_path: Path, recorded_spans: InMemorySpanExporter
 ) -> None:
@@ -95,24 +100,54 @@ def test_one_batch_is_one_trace_from_intake_through_rating_to_reduce(
     assert intake.attributes is not None
     assert intake.attributes[TRANSACTIONS] == TRANSACTIONS_IN_BATCH
 
+    # The work items are sent in a PRODUCER span inside the intake, and carry its context.
+    [send_items] = spans_of(recorded_spans, "send work items", batch_id)
+    assert send_items.kind == SpanKind.PRODUCER
+    assert send_items.parent is not None
+    assert send_items.parent.span_id == intake.context.span_id
+    expected = {
+        "messaging.system": "azure_storage_queue",
+        "messaging.operation.type": "send",
+        "messaging.batch.message_count": chunks,
+    }
+    assert messaging(send_items).items() >= expected.items()
+
     ratings = spans_of(recorded_spans, "rate chunk", batch_id)
     assert sorted(s.attributes[CHUNK] for s in ratings if s.attributes) == list(range(chunks))
-    assert all(parent_is(rating, intake) for rating in ratings)
+    assert all(parent_is(rating, send_items) for rating in ratings)
+    for rating in ratings:
+        assert rating.kind == SpanKind.CONSUMER
+        attributes = dict(rating.attributes or {})
+        assert attributes["messaging.operation.type"] == "process"
+        assert str(attributes["messaging.destination.name"]).startswith(settings.work_queue_prefix)
+        assert attributes["messaging.message.id"]
 
+    sends = [s for s in recorded_spans.get_finished_spans() if s.name == "send result"]
     reduces = spans_of(recorded_spans, "reduce chunk", batch_id)
     assert sorted(s.attributes[CHUNK] for s in reduces if s.attributes) == list(range(chunks))
     for reduce in reduces:
         assert reduce.attributes is not None
         assert reduce.attributes[APPLIED] is True
-        [rating] = [r for r in ratings if parent_is(reduce, r)]
+        assert reduce.kind == SpanKind.CONSUMER
+        assert reduce.attributes["messaging.destination.name"] == settings.output_queue
+        [send] = [s for s in sends if parent_is(reduce, s)]
+        assert send.kind == SpanKind.PRODUCER
+        [rating] = [r for r in ratings if send.parent and send.parent.span_id == r.context.span_id]
         assert rating.attributes is not None
         assert rating.attributes[CHUNK] == reduce.attributes[CHUNK]
 
     # The trigger wakes the processors that were up, in the same trace.
+    [publish] = spans_of(recorded_spans, "publish trigger", batch_id)
+    assert publish.kind == SpanKind.PRODUCER
+    assert messaging(publish)["messaging.system"] == "servicebus"
     triggers = spans_of(recorded_spans, "trigger", batch_id)
     assert triggers
-    assert all(parent_is(trigger, intake) for trigger in triggers)
+    assert all(parent_is(trigger, publish) for trigger in triggers)
+    assert all(trigger.kind == SpanKind.CONSUMER for trigger in triggers)
+    assert {messaging(t)["messaging.destination.name"] for t in triggers} == {
+        settings.trigger_topic
+    }
 
-    batch_spans = [request, intake, *ratings, *reduces, *triggers]
+    batch_spans = [request, intake, send_items, *ratings, *reduces, publish, *triggers]
     assert {s.context.trace_id for s in batch_spans if s.context} == {trace_id}
     assert all(s.status.status_code != StatusCode.ERROR for s in batch_spans)
