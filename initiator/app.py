@@ -66,7 +66,9 @@ def create_app(
         app.state.services = services
         app.state.readings = Readings(services)
         app.state.sampled_queues, app.state.sampler = start_sampler(services, app.state.readings)
-        app.state.intake_slots = IntakeSlots(settings.max_concurrent_intakes)
+        app.state.intake_slots = IntakeSlots(
+            settings.max_concurrent_intakes, settings.max_intakes_per_sender
+        )
         # What start-up built lives as long as the app: kept out of the collector's sight,
         # full collections during a large intake stay cheap (measured: 15-20 % of the
         # accept time of a 200,000-line batch without this).

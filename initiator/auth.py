@@ -79,3 +79,12 @@ def require_api_key(
             detail="a valid API key is required: send 'Authorization: Bearer <key>'",
             headers={"WWW-Authenticate": "Bearer"},
         )
+
+
+def sender_of(request: Request) -> str:
+    """Who sends this request, for sharing intake fairly: a digest of its API key, or its
+    client address where the API runs without keys."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token:
+        return "key:" + hashlib.sha256(token.encode()).hexdigest()[:16]
+    return "address:" + (request.client.host if request.client else "unknown")

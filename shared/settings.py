@@ -152,6 +152,12 @@ class Settings(BaseSettings):
     max_concurrent_intakes: int = setting(
         4, tier="operate", description="batches read at once, each on its own thread", ge=1
     )
+    max_intakes_per_sender: int = setting(
+        0,
+        tier="operate",
+        description="batches one sender (API key) may have read at once; 0: half the slots",
+        ge=0,
+    )
     #: Each helper costs ~50 MB once started, when a batch first needs a second chunk; a file
     #: they do not pass is read again by the one reader that words rejections.
     intake_processes: int = setting(

@@ -24,7 +24,7 @@ from fastapi import APIRouter, Depends, Header, Path, Query, Request, status
 from fastapi.responses import JSONResponse
 
 from initiator.acceptance import BatchRequest
-from initiator.auth import require_api_key
+from initiator.auth import require_api_key, sender_of
 from initiator.body import BlockingBody
 from initiator.body_pace import BodyPace
 from initiator.callbacks import refuse_callback
@@ -102,7 +102,7 @@ async def submit_batch(
     )
     slots: IntakeSlots = request.app.state.intake_slots
     accept = partial(services.acceptance.accept, body, batch)
-    with slots.claim():
+    with slots.claim(sender_of(request)):
         outcome = await unless_client_leaves(
             request.receive,
             body,

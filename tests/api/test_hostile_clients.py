@@ -38,7 +38,8 @@ from tests.support.live_initiator import (
     status_of,
 )
 
-SLOW_CLIENTS = 45  # more than anyio's default pool of 40 threads
+SLOW_CLIENTS = 45
+OTHER_KEY = "another-senders-key"  # more than anyio's default pool of 40 threads
 
 
 @pytest.fixture
@@ -129,7 +130,9 @@ def test_slow_clients_take_the_intake_slots_only_the_rest_is_served(
 ) -> None:
     """45 stalled uploads: two hold the two intake slots, the others are answered 503 at
     once; the health check and the status routes answer throughout."""
-    settings = make_settings(max_concurrent_intakes=2, request_body_idle_timeout_seconds=120.0)
+    settings = make_settings(
+        max_concurrent_intakes=2, max_intakes_per_sender=2, request_body_idle_timeout_seconds=120.0
+    )
     small = csv_file(rows(3))
     with serving(settings) as live, ExitStack() as stack:
         clients = [stack.enter_context(live.connect()) for _ in range(SLOW_CLIENTS)]
@@ -150,6 +153,28 @@ def test_slow_clients_take_the_intake_slots_only_the_rest_is_served(
                 if client not in refused:
                     client.close()
             assert _accepted_eventually(http, small).status_code == 202
+
+
+def test_one_sender_holding_its_share_of_slots_leaves_the_rest_to_the_others(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """Four stalled uploads with one key take half the four slots (the other two are told
+    503 at once); another key's uploads are still taken, one after the other."""
+    settings = stack_settings_factory(
+        request, tmp_path, on_azurite=False, api_keys=[API_KEY, OTHER_KEY]
+    )(max_concurrent_intakes=4, request_body_idle_timeout_seconds=120.0)
+    with serving(settings) as live, ExitStack() as stack:
+        hogs = [stack.enter_context(live.connect()) for _ in range(4)]
+        for client in hogs:
+            client.sendall(post_head(10_000) + b"transaction_id,")
+        refused = _answers_from_all_but(hogs, 2)
+        assert {status_of(answer) for answer in refused.values()} == {503}
+        assert all(b"this sender" in body_of(answer) for answer in refused.values())
+        other = {"Authorization": f"Bearer {OTHER_KEY}", "Content-Type": "text/csv"}
+        with httpx.Client(base_url=live.base_url, timeout=ANSWER_TIMEOUT_SECONDS) as http:
+            answers = [http.post("/batches", content=csv_file(rows(3)), headers=other)]
+            answers += [http.post("/batches", content=csv_file(rows(4)), headers=other)]
+        assert [answer.status_code for answer in answers] == [202, 202]
 
 
 def test_a_client_that_hangs_up_after_its_body_stops_the_intake(
