@@ -253,8 +253,9 @@ class BatchAcceptance:
         if stored is None or stored.record.status is BatchStatus.ABANDONED:
             keys.release(key_hash, entry.batch_id)  # its batch died: the key is free again
             return None
-        if is_orphan(stored, timedelta(seconds=self._settings.orphan_age_seconds)):
-            # Its intake died before the sweeper came by: remove it now, the key with it.
+        if is_orphan(stored, timedelta(seconds=self._settings.intake_lease_seconds)):
+            # The key's claimant stopped renewing its lease (the record): it died before
+            # ``accepted``. Remove it now, the key with it, and take the batch over.
             p = self._publisher
             if abandon(stored, records=records, payloads=p.payloads, keys=keys):
                 log.warning("removed orphaned batch %s found on a retried key", entry.batch_id)

@@ -8,9 +8,9 @@ once rather than queued behind the others: a client that retries later does bett
 whose connection waits in a line of unknown length.
 
 The slots are shared fairly: one sender (an API key; a client address where the API runs
-without keys) holds at most ``per_sender`` of them, half by default. A sender whose uploads
-are slow, or who holds slots on purpose, then waits on itself, while every other sender
-still finds free slots; the minimum pace (:mod:`initiator.body_pace`) frees a slot that a
+without keys) holds at most ``per_sender`` of them, all but one by default. A sender whose
+uploads are slow, or who holds slots on purpose, then waits on itself, while the other
+senders still find a free slot; the minimum pace (:mod:`initiator.body_pace`) frees a slot that a
 client does not keep busy.
 """
 
@@ -48,8 +48,9 @@ class SenderBusyError(IntakesBusyError):
 
 
 def share_per_sender(limit: int, configured: int) -> int:
-    """The slots one sender may hold: ``configured``, or half of ``limit`` (at least one)."""
-    return min(configured, limit) if configured > 0 else max(1, limit // 2)
+    """The slots one sender may hold: ``configured``, or all but one of ``limit`` (at least
+    one): a single sender still uses nearly every slot, and never the last one."""
+    return min(configured, limit) if configured > 0 else max(1, limit - 1)
 
 
 class IntakeSlots:

@@ -133,6 +133,13 @@ class Settings(BaseSettings):
     orphan_sweep_seconds: float = setting(
         300.0, tier="operate", description="how often the initiator sweeps orphans", gt=0
     )
+    #: Renewed every third of it from the claim to ``accepted``, which takes seconds.
+    intake_lease_seconds: float = setting(
+        15.0,
+        tier="operate",
+        description="a claimed Idempotency-Key whose intake is silent this long is taken over",
+        gt=0,
+    )
     request_header_timeout_seconds: float = setting(
         10.0, tier="operate", description="a request's headers must arrive in this (else 408)", gt=0
     )
@@ -155,7 +162,7 @@ class Settings(BaseSettings):
     max_intakes_per_sender: int = setting(
         0,
         tier="operate",
-        description="batches one sender (API key) may have read at once; 0: half the slots",
+        description="batches one sender (API key) may have read at once; 0: all slots but one",
         ge=0,
     )
     #: Each helper costs ~50 MB once started, when a batch first needs a second chunk; a file

@@ -92,6 +92,7 @@ class Publisher:
         self.storage_account = storage.account_name
         self.work_queue_template = settings.work_queue_prefix + "-{priority}-{partition}"
         self.trigger_topic = settings.trigger_topic
+        self.lease_seconds = settings.intake_lease_seconds
         self.bus = bus
         self.fault = fault or _no_fault
         self.compresslevel = compresslevel
@@ -201,11 +202,22 @@ class Publication:
         return record
 
     def _claim_idempotency_key(self, body_sha256: str) -> None:
-        """Step 2: the key → batch mapping, create-only (only when a key was sent)."""
+        """Step 2: the key → batch mapping, create-only (only when a key was sent).
+
+        From here to ``accepted`` the record is the key's lease: a retry with the key takes
+        the batch over once the record has been silent for ``intake_lease_seconds``, so the
+        record is refreshed before the claim and then every third of the lease."""
         if self._intent.idempotency_key_hash is None:
             return
+        self._renew_lease()
         self._p.keys.claim(self._intent.idempotency_key_hash, self._intent.batch_id, body_sha256)
         self._p.fault("idempotency_claimed")
+
+    def _renew_lease(self) -> None:
+        if self._intent.idempotency_key_hash is None:
+            return
+        if time.monotonic() - self._last_heartbeat > self._p.lease_seconds / 3:
+            self._touch()
 
     def _enqueue(self, chunks: list[StoredChunk]) -> list[str]:
         """Step 4: one work item per chunk on the priority's partitions."""
@@ -222,8 +234,12 @@ class Publication:
             return send_work_items(
                 items,
                 self._p.work_queues[intent.priority],
-                after_each=lambda: self._p.fault("work_item_sent"),
+                after_each=self._after_work_item,
             )
+
+    def _after_work_item(self) -> None:
+        self._p.fault("work_item_sent")
+        self._renew_lease()  # a batch of many chunks takes a while to enqueue
 
     def _signal_work(self) -> None:
         """After step 4: move the work signal, which idle processors read instead of every

@@ -208,18 +208,21 @@ def _silence(services: Services, batch_id: str, seconds: float) -> None:
     services.records.save(found, found.record.model_copy(update={"updated_at": then}))
 
 
-def test_a_retry_on_the_key_of_a_dead_intake_is_a_new_batch_once_the_intake_is_stale(
-    open_services_for: ServicesFactory, settings: Settings
+@pytest.mark.parametrize("step", ["idempotency_claimed", "record_accepting"])
+def test_a_retry_on_the_key_of_a_dead_intake_takes_it_over_once_its_lease_lapses(
+    open_services_for: ServicesFactory, settings: Settings, step: str
 ) -> None:
-    """No lock-out: a key whose intake died is refused (409) only while the intake could
-    still be alive, then freed by the retry itself, without waiting for a sweep."""
-    crash = fail_at("record_accepting", SimulatedCrashError("record_accepting"))
-    orphan = _crash(open_services_for(settings, crash), "record_accepting")
+    """No lock-out: a key whose intake died is refused (409) only while its lease (the
+    record, renewed by a live intake) could still be current: seconds, not the sweeper's
+    minutes. The retry itself frees it, without waiting for a sweep."""
+    crash = fail_at(step, SimulatedCrashError(step))
+    orphan = _crash(open_services_for(settings, crash), step)
     services = open_services_for(settings)
 
     with pytest.raises(IdempotencyInProgressError):
         services.acceptance.accept(BytesBody(BODY), _request())
-    _silence(services, orphan, settings.orphan_age_seconds + 1)
+    assert settings.intake_lease_seconds * 10 <= settings.orphan_age_seconds
+    _silence(services, orphan, settings.intake_lease_seconds + 1)
     retry = services.acceptance.accept(BytesBody(BODY), _request())
 
     assert not retry.replayed

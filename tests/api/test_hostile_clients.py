@@ -158,16 +158,16 @@ def test_slow_clients_take_the_intake_slots_only_the_rest_is_served(
 def test_one_sender_holding_its_share_of_slots_leaves_the_rest_to_the_others(
     request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """Four stalled uploads with one key take half the four slots (the other two are told
-    503 at once); another key's uploads are still taken, one after the other."""
+    """Five stalled uploads with one key take three of the four slots (the other two are
+    told 503 at once); another key's uploads are still taken, one after the other."""
     settings = stack_settings_factory(
         request, tmp_path, on_azurite=False, api_keys=[API_KEY, OTHER_KEY]
     )(max_concurrent_intakes=4, request_body_idle_timeout_seconds=120.0)
     with serving(settings) as live, ExitStack() as stack:
-        hogs = [stack.enter_context(live.connect()) for _ in range(4)]
+        hogs = [stack.enter_context(live.connect()) for _ in range(5)]
         for client in hogs:
             client.sendall(post_head(10_000) + b"transaction_id,")
-        refused = _answers_from_all_but(hogs, 2)
+        refused = _answers_from_all_but(hogs, 3)
         assert {status_of(answer) for answer in refused.values()} == {503}
         assert all(b"this sender" in body_of(answer) for answer in refused.values())
         other = {"Authorization": f"Bearer {OTHER_KEY}", "Content-Type": "text/csv"}
