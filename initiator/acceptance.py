@@ -67,6 +67,8 @@ class BatchRequest:
     """Called while parsing; raises to stop the intake (the client has hung up)."""
     callback: str | None = None
     """A checked webhook URL for the batch's outcome (shared.events.callback_urls)."""
+    allow_duplicate: bool = False
+    """The sender means to bill a body accepted before a second time."""
 
 
 @dataclass(frozen=True)
@@ -125,6 +127,7 @@ class BatchAcceptance:
                 utc_now(),
                 key_hash,
                 callback=request.callback,
+                allow_duplicate=request.allow_duplicate,
             )
             return self._publisher.begin(intent)
 

@@ -21,7 +21,11 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from initiator.body import BodyTimeoutError, BodyTooLargeError
-from initiator.idempotency import IdempotencyConflictError, IdempotencyInProgressError
+from initiator.idempotency import (
+    DuplicateBodyError,
+    IdempotencyConflictError,
+    IdempotencyInProgressError,
+)
 from initiator.intake import BatchRejected
 from initiator.intake.problems import Problem
 from initiator.intake_slots import RETRY_AFTER_SECONDS, IntakesBusyError
@@ -45,6 +49,7 @@ PROBLEM_KINDS = (
     "batch-not-found",
     "body-timeout",
     "client-disconnected",
+    "duplicate-body",
     "idempotency-conflict",
     "idempotency-in-progress",
     "intakes-busy",
@@ -116,6 +121,10 @@ async def _idempotency_conflict(_request: Request, exc: Exception) -> JSONRespon
     return problem(
         409, "Idempotency-Key reused for another request", str(exc), kind="idempotency-conflict"
     )
+
+
+async def _duplicate_body(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(409, "Batch file already accepted", str(exc), kind="duplicate-body")
 
 
 async def _idempotency_in_progress(_request: Request, exc: Exception) -> JSONResponse:
@@ -223,6 +232,8 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BatchRejected, _rejected)
     app.add_exception_handler(BodyTooLargeError, _body_too_large)
     app.add_exception_handler(IdempotencyConflictError, _idempotency_conflict)
+    app.add_exception_handler(DuplicateBodyError, _duplicate_body)
+    app.add_exception_handler(DuplicateBodyError, _duplicate_body)
     app.add_exception_handler(IdempotencyInProgressError, _idempotency_in_progress)
     app.add_exception_handler(NoPricebookError, _no_pricebook)
     app.add_exception_handler(IntakeOutcomeUnknownError, _outcome_unknown)

@@ -8,12 +8,19 @@ its own copy of the batch and answers with the winner's.
 
 The body is identified by the sha256 of its bytes as streamed (before any gzip inflation),
 so a client that retries must resend the same bytes.
+
+Without a key, the same body sent again is refused too: a billing sender that resends a
+file by mistake would bill every transaction twice. Each accepted body's sha256 maps to its
+batch (partition ``body``); a body whose earlier batch is alive and was received within
+``BILLING_DUPLICATE_BODY_WINDOW_SECONDS`` is answered ``409`` naming that batch, unless the
+request says ``?allow_duplicate=true``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from azure.core.exceptions import (
@@ -25,6 +32,7 @@ from azure.core.exceptions import (
 from shared.storage.ports import Entity, Table
 
 IDEMPOTENCY_PARTITION = "idempotency"
+BODY_PARTITION = "body"
 MAX_KEY_LENGTH = 255
 
 
@@ -52,6 +60,17 @@ class IdempotencyConflictError(Exception):
         super().__init__(
             f"this Idempotency-Key was already used for batch {batch_id} with {difference}; "
             "use a new key for a new batch"
+        )
+        self.batch_id = batch_id
+
+
+class DuplicateBodyError(Exception):
+    """The same body was accepted as another batch within the window (409)."""
+
+    def __init__(self, batch_id: str) -> None:
+        super().__init__(
+            f"this batch file was already accepted as batch {batch_id}; send it again with "
+            "?allow_duplicate=true if it really is to be billed twice"
         )
         self.batch_id = batch_id
 
@@ -108,6 +127,47 @@ class IdempotencyKeys:
         # A changed ETag means it was re-claimed for another batch: not ours to delete.
         with contextlib.suppress(ResourceModifiedError):
             self._table.delete(IDEMPOTENCY_PARTITION, key_hash, if_match=entry.etag)
+
+    # --- the same body without a key ------------------------------------------------------
+    def claim_body(
+        self,
+        body_sha256: str,
+        batch_id: str,
+        *,
+        is_live: Callable[[str], bool],
+        allow_duplicate: bool,
+    ) -> None:
+        """Map the body to ``batch_id``; :class:`DuplicateBodyError` if it maps to a batch
+        that ``is_live`` (accepted, or being accepted, within the window), unless
+        ``allow_duplicate``. Create-only, so of two identical bodies at once one wins."""
+        entity = Entity(BODY_PARTITION, body_sha256, {"batch_id": batch_id})
+        for _ in range(3):  # a mapping changed by a racing request: look again
+            try:
+                self._table.insert(entity)
+                return
+            except ResourceExistsError:
+                pass
+            try:
+                found = self._table.get(BODY_PARTITION, body_sha256)
+            except ResourceNotFoundError:
+                continue
+            earlier = str(found.properties["batch_id"])
+            if not allow_duplicate and is_live(earlier):
+                raise DuplicateBodyError(earlier)
+            with contextlib.suppress(ResourceModifiedError, ResourceNotFoundError):
+                self._table.update(entity, if_match=found.etag, merge=False)
+                return
+        raise DuplicateBodyError(earlier)
+
+    def release_body(self, body_sha256: str, batch_id: str) -> None:
+        """Remove the body's mapping if it still names ``batch_id`` (a dead batch)."""
+        try:
+            found = self._table.get(BODY_PARTITION, body_sha256)
+        except ResourceNotFoundError:
+            return
+        if str(found.properties["batch_id"]) == batch_id:
+            with contextlib.suppress(ResourceModifiedError, ResourceNotFoundError):
+                self._table.delete(BODY_PARTITION, body_sha256, if_match=found.etag)
 
 
 def _entry(entity: Entity) -> KeyEntry:

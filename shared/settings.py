@@ -133,6 +133,13 @@ class Settings(BaseSettings):
     orphan_sweep_seconds: float = setting(
         300.0, tier="operate", description="how often the initiator sweeps orphans", gt=0
     )
+    #: One table write per batch; 0 turns the check off (bench.intake measures the cost).
+    duplicate_body_window_seconds: float = setting(
+        86_400.0,
+        tier="operate",
+        description="a body identical to one accepted this recently is refused (409); 0: off",
+        ge=0,
+    )
     #: Renewed every third of it from the claim to ``accepted``, which takes seconds.
     intake_lease_seconds: float = setting(
         15.0,

@@ -65,12 +65,14 @@ def remove_abandoned(
     payloads: BlobContainer,
     keys: IdempotencyKeys,
 ) -> None:
-    """Delete an ``abandoned`` batch's blobs, idempotency mapping and record, in that order."""
+    """Delete an ``abandoned`` batch's blobs, key and body mappings and record, in that order."""
     record = stored.record
     assert record.status is BatchStatus.ABANDONED, record.status
     blobs = delete_payloads(payloads, record.batch_id)
     if record.idempotency_key_hash:
         keys.release(record.idempotency_key_hash, record.batch_id)
+    if record.body_sha256:
+        keys.release_body(record.body_sha256, record.batch_id)
     # Absent or changed: another sweeper finished first.
     with contextlib.suppress(ResourceNotFoundError, ResourceModifiedError):
         records.delete(stored)

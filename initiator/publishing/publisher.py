@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.outcome import IntakeOutcomeUnknownError, settle
@@ -67,6 +67,7 @@ class BatchIntent:
     received_at: datetime
     idempotency_key_hash: str | None = None
     callback: str | None = None  # the sender's webhook URL for the batch's outcome
+    allow_duplicate: bool = False  # the sender means to bill this body a second time
 
 
 class Publisher:
@@ -93,6 +94,7 @@ class Publisher:
         self.work_queue_template = settings.work_queue_prefix + "-{priority}-{partition}"
         self.trigger_topic = settings.trigger_topic
         self.lease_seconds = settings.intake_lease_seconds
+        self.duplicate_window = timedelta(seconds=settings.duplicate_body_window_seconds)
         self.bus = bus
         self.fault = fault or _no_fault
         self.compresslevel = compresslevel
@@ -182,6 +184,7 @@ class Publication:
                 control_totals=totals,
             )
             fault("record_accepting")
+            self._claim_body(body_sha256)
             queue_names = self._enqueue(chunks)
             self._signal_work()
             self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
@@ -212,6 +215,28 @@ class Publication:
         self._renew_lease()
         self._p.keys.claim(self._intent.idempotency_key_hash, self._intent.batch_id, body_sha256)
         self._p.fault("idempotency_claimed")
+
+    def _claim_body(self, body_sha256: str) -> None:
+        """Step 3b: the body → batch mapping, refused while it names a live batch received
+        within the window (the same file sent twice). After ``accepting``, so that the
+        record knows the body and its cleanup removes the mapping."""
+        window = self._p.duplicate_window
+        if not window:
+            return
+        records = self._p.records
+
+        def is_live(batch_id: str) -> bool:
+            found = records.find(batch_id)
+            if found is None or found.record.status is BatchStatus.ABANDONED:
+                return False
+            return found.record.received_at > utc_now() - window
+
+        self._p.keys.claim_body(
+            body_sha256,
+            self._intent.batch_id,
+            is_live=is_live,
+            allow_duplicate=self._intent.allow_duplicate,
+        )
 
     def _renew_lease(self) -> None:
         if self._intent.idempotency_key_hash is None:

@@ -71,13 +71,18 @@ async def submit_batch(
         str | None,
         Query(description="a URL to POST the batch's outcome event to (docs/events.md)"),
     ] = None,
+    allow_duplicate: Annotated[
+        bool,
+        Query(description="accept a body identical to one accepted recently (billed twice)"),
+    ] = False,
     services: Services = Depends(get_services),
 ) -> Any:
     """Take a batch file (CSV or JSON Lines, optionally gzip) and answer 202 once every chunk
     is on its work queue. The whole file is validated first: a bad line, a missing column,
     a duplicate ``transaction_id`` or an oversize body rejects the batch (a problem naming the
     lines and reasons) and leaves no trace. The same ``Idempotency-Key`` with the same body
-    answers 200 with the batch already accepted."""
+    answers 200 with the batch already accepted; the same body without a key, within a day
+    of the first, answers 409 naming it unless ``allow_duplicate`` is set."""
     settings = services.settings
     if callback is not None:
         refused = await anyio.to_thread.run_sync(refuse_callback, callback, settings)
@@ -99,6 +104,7 @@ async def submit_batch(
         idempotency_key=idempotency_key,
         checkpoint=body.checkpoint,
         callback=callback,
+        allow_duplicate=allow_duplicate,
     )
     slots: IntakeSlots = request.app.state.intake_slots
     accept = partial(services.acceptance.accept, body, batch)

@@ -51,10 +51,14 @@ class Api:
         return received
 
     async def post_batch(
-        self, body: bytes, headers: dict[str, str], priority: str | None = None
+        self,
+        body: bytes,
+        headers: dict[str, str],
+        priority: str | None = None,
+        params: dict[str, str] | None = None,
     ) -> httpx.Response:
-        params = {"priority": priority} if priority else {}
-        return await self.client.post("/batches", content=body, headers=headers, params=params)
+        query = {**({"priority": priority} if priority else {}), **(params or {})}
+        return await self.client.post("/batches", content=body, headers=headers, params=query)
 
 
 @asynccontextmanager
