@@ -5,7 +5,7 @@
 #   2. the dependencies, read from pyproject.toml alone: a code edit does not reinstall them;
 #   3. the sources (what .dockerignore lets in), installed without dependencies.
 # PYTHON_IMAGE: the official Python image by default; any image with Python >= 3.11 and its
-# venv module will do (CI builds one from Debian's packages, see README "How CI runs the
+# venv module will do (CI builds one from Debian's packages, see docs/compose.md "How CI runs the
 # compose file").
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 FROM ${PYTHON_IMAGE}
