@@ -64,7 +64,7 @@ def chunk_size_sweep(report: Report, transactions: int, rounds: int) -> None:
     report.conclude(
         f"intake speed hardly depends on the chunk size (best: {fastest[0]}); storage requests "
         "fall in proportion to it, and every later stage (processor get/put/delete, controller "
-        "apply) pays per chunk too — see the README for the choice"
+        "apply) pays per chunk too — see docs/decisions/0003-chunk-sizes.md"
     )
 
 

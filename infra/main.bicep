@@ -273,7 +273,7 @@ var commonEnv = [
   { name: 'BILLING_SERVICEBUS_NAMESPACE', value: servicebus.outputs.fullyQualifiedNamespace }
   { name: 'BILLING_PARTITIONS', value: string(partitions) }
   { name: 'BILLING_PROVISION_RESOURCES', value: 'false' }
-  // PostgreSQL's COPY takes JSON results' rows fastest (README, "Reduce")
+  // PostgreSQL's COPY takes JSON results' rows fastest (docs/decisions/0001-results-as-sqlite-images.md)
   { name: 'BILLING_RESULT_FORMAT', value: 'json' }
 ]
 

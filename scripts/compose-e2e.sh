@@ -197,7 +197,7 @@ echo "what runs where:"
 "${compose[@]}" ps --format 'table {{.Name}}\t{{.Image}}\t{{.Status}}' | sed 's/^/  /'
 
 # --- 4. The sample job and the scenario -------------------------------------------------------
-step "docker compose run --rm sample (the README's one-command batch)"
+step "docker compose run --rm sample (docs/compose.md's one-command batch)"
 BILLING_SAMPLE_TRANSACTIONS=4000 "${compose[@]}" run --rm -T sample
 
 step "scenario (batches from the host, a processor killed)"

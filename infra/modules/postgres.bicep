@@ -7,7 +7,7 @@
 // virtual network have no outbound address that can be declared here, so the firewall
 // lets Azure's own addresses in (the 0.0.0.0 rule: Azure services, not the internet) and,
 // for the hook, the developer's IP; a connection still needs an Entra token for a role
-// of this server. A virtual network with private access is the next step up (see README).
+// of this server. A virtual network with private access is the next step up (see docs/deploy.md).
 param name string
 param location string
 param tags object

@@ -1,7 +1,7 @@
 """Publishing an accepted batch in an order that survives a crash at any point.
 
 The steps are :data:`STEPS`, run by :class:`Publisher`, each durable before the next; why
-that order is safe is the README's "Crash safety: the order of publishing". What a crash
+that order is safe is docs/intake.md, "Crash safety: the order of publishing". What a crash
 leaves behind is removed by :func:`sweep_orphans` (at every initiator start, then every few
 minutes).
 """

@@ -1,6 +1,6 @@
 """The Azure list prices the cost estimates use: the one place they are written down.
 
-Pay-as-you-go, USD, East US, as last known to the author and copied into the README's
+Pay-as-you-go, USD, East US, as last known to the author and copied into docs/cost.md's
 "What it costs" table, whose shape (free grants, included operations) was read on
 :data:`PRICES_READ_ON` from Microsoft's pages. The dollar figures themselves were **not
 checked against a live price page** (the copies available to the project show "$-"): check
@@ -29,7 +29,7 @@ FREE = frozenset({"blob.delete"})
 
 
 class AzurePrices(BaseSettings):
-    """List prices in USD. Defaults: the README's "What it costs" table."""
+    """List prices in USD. Defaults: the table of docs/cost.md."""
 
     model_config = SettingsConfigDict(env_prefix="BILLING_PRICE_", env_file=None, extra="ignore")
 
