@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from shared.contracts.batch_records import BATCH_PARTITION
+from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
 from tests.api.conftest import SettingsFactory
 from tests.api.harness import CSV, Api, started_api
@@ -21,6 +22,13 @@ from tests.api.harness import CSV, Api, started_api
 pytestmark = pytest.mark.anyio
 
 BODY = csv_file(rows(25))
+DAY = 86_400.0
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    """The deployment default: the other tests turn the check off."""
+    return make_settings(duplicate_body_window_seconds=DAY)
 
 
 def _batch_ids(api: Api) -> set[str]:
