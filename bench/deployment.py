@@ -95,8 +95,11 @@ class Deployment(composition.Deployment):
 
 
 def bench_settings(root: Path, connection_string: str | None = None, **extra: Any) -> Settings:
-    """Settings of a benchmark deployment; ``.env`` files and ``BILLING_*`` are ignored."""
-    values: dict[str, Any] = {"data_dir": root / "data"}
+    """Settings of a benchmark deployment; ``.env`` files and ``BILLING_*`` are ignored.
+
+    Benchmarks send the same generated files again on purpose (rounds, pairs): the
+    refusal of a body sent twice is off."""
+    values: dict[str, Any] = {"data_dir": root / "data", "duplicate_body_window_seconds": 0}
     if connection_string is not None:
         values["storage_connection_string"] = connection_string
     return Settings(_env_file=None, **(values | extra))  # type: ignore[call-arg]

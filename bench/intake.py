@@ -123,6 +123,7 @@ class RunningInitiator:
             "BILLING_API_KEYS": API_KEY,
             "BILLING_PORT": str(port),
             "BILLING_LOG_LEVEL": "WARNING",
+            "BILLING_DUPLICATE_BODY_WINDOW_SECONDS": "0",  # the same file, round after round
         }
         billing = Path(sys.executable).with_name("billing")
         log = (self._data_dir.parent / "initiator.log").open("wb")

@@ -72,10 +72,10 @@ def test_a_process_nearly_out_of_descriptors_is_not_live(monkeypatch: pytest.Mon
     health.register(lambda: None)
     with HealthEndpoint(port, health, host="127.0.0.1"):
         before = _get(port)
-        # the real descriptors against a limit at their count (lowering the real ulimit
+        # The real descriptors against a limit of half their count (lowering the real ulimit
         # would starve whatever else runs in the test process at that moment).
         open_now = open_descriptors()
-        monkeypatch.setattr(descriptors, "descriptor_limit", lambda: open_now)
+        monkeypatch.setattr(descriptors, "descriptor_limit", lambda: open_now // 2)
         status = health.status()
         readiness = health.readiness()
         monkeypatch.undo()
