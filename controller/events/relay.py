@@ -51,8 +51,12 @@ class EventRelay:
         webhook_urls: Sequence[str] = (),
         poll_seconds: float = 1.0,
         close_bus: bool = False,
+        ensure_topic: bool = False,
     ) -> None:
+        """``ensure_topic``: create the topic before the first publish (in the relay's own
+        rounds, so that a bus unreachable at start delays events, never the controller)."""
         self._engine = engine
+        self._topic_pending = ensure_topic
         self._bus = bus
         self._webhooks = webhooks
         self._urls = tuple(webhook_urls)
@@ -94,6 +98,9 @@ class EventRelay:
         The webhooks of events already published are attempted even while the bus refuses
         new ones; either failure is raised once both were tried."""
         try:
+            if self._topic_pending:
+                self._bus.ensure_topic()
+                self._topic_pending = False
             published = self.publish_pending()
         finally:
             if self._webhooks is not None:
@@ -147,8 +154,6 @@ def start_relay(settings: Settings, engine: Engine, bus: TriggerBus | None = Non
     own = bus is None
     if bus is None:
         bus = open_bus(settings, settings.events_topic)
-        if settings.provision_resources:
-            bus.ensure_topic()
     relay = EventRelay(
         engine,
         bus,
@@ -156,6 +161,7 @@ def start_relay(settings: Settings, engine: Engine, bus: TriggerBus | None = Non
         webhook_urls=settings.webhook_urls,
         poll_seconds=settings.events_relay_poll_seconds,
         close_bus=own,
+        ensure_topic=own and settings.provision_resources,
     )
     relay.start()
     return relay

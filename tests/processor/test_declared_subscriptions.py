@@ -13,6 +13,7 @@ from typing import Any
 
 from processor.subscriptions import subscription_specs
 from shared.domain.priority import PRIORITIES
+from shared.settings import Settings
 
 EMULATOR_CONFIG = Path(__file__).parents[2] / "infra" / "servicebus-emulator" / "config.json"
 
@@ -20,7 +21,7 @@ EMULATOR_CONFIG = Path(__file__).parents[2] / "infra" / "servicebus-emulator" / 
 def declared_rules() -> dict[str, list[dict[str, str]]]:
     config: dict[str, Any] = json.loads(EMULATOR_CONFIG.read_text())
     (namespace,) = config["UserConfig"]["Namespaces"]
-    (topic,) = namespace["Topics"]
+    (topic,) = [t for t in namespace["Topics"] if t["Name"] == Settings().trigger_topic]
     return {
         subscription["Name"]: [
             rule["Properties"]["CorrelationFilter"]["Properties"]
