@@ -81,10 +81,12 @@ def submit(
             _print_rejection(response.status_code, body)
             raise typer.Exit(1)
         typer.echo(body["batch_id"])
-        typer.echo(
+        # Through the console, so that a terminal wraps it between words, not inside the URL.
+        console.print(
             f"{body['transactions']:,} transactions in {body['chunks']} chunks, "
             f"{body['priority']} priority; status: {body['status_url']}",
-            err=True,
+            markup=False,
+            highlight=False,
         )
         if not wait:
             return

@@ -94,12 +94,21 @@ def test_submit_wait_shows_upload_and_processing_then_the_reconciliation(
     batch = deployment.folder / "wait.csv"
     write_batch_file(batch, TRANSACTIONS, customers=200, seed=3, file_format="csv")
     size = batch.stat().st_size
-    submit = Terminal(deployment.command("submit", str(batch), "--wait"), deployment.env)
+    submit = Terminal(
+        deployment.command("submit", str(batch), "--wait"), deployment.env, columns=80
+    )
     try:
         assert submit.wait(COMPLETE_SECONDS) == 0, submit.text()[-3000:]
     finally:
         submit.close()
     text = submit.text()
+    # At 80 columns the status URL goes whole onto a line that fits, rather than on a longer
+    # line the terminal would cut inside the batch id.
+    batch_id = re.search(r"\d{8}-\d{6}-[0-9a-f]{12}", text)
+    assert batch_id, text[:2000]
+    url_lines = [line for line in text.splitlines() if f"/batches/{batch_id[0]}" in line]
+    assert url_lines, text[:2000]
+    assert all(len(line.strip()) <= 80 for line in url_lines), url_lines
     assert re.search(rf"upload .*100% {size / 1e6:.1f}/{size / 1e6:.1f} MB", text), text[:2000]
     assert f"{CHUNKS}/{CHUNKS} chunks" in text
     assert "tx/s · completed" in text
