@@ -40,7 +40,7 @@ class Sample(BaseModel):
         description="approximate messages per queue (work, poison, results), queried now"
     )
     processors: list[ProcessorThreads]
-    rated_per_second: float = Field(description="transactions rated, over the last beats")
+    rated_per_second: float = Field(description="transactions rated since the previous sample")
     applied_per_second: float = Field(
         description="transactions applied to the warehouse (chunks applied x mean chunk size)"
     )

@@ -3,9 +3,9 @@
 Each tracker is fed one reading per sample and answers a rate. They live in the one sampler
 (:mod:`initiator.observability.sampler`), so they see every reading in order.
 
-* :class:`RatedRate`: transactions rated per second, from each processor's heartbeat
-  counter between its last two beats (a beat comes every few seconds while busy, and at
-  once when its threads change), shown for as long as the interval it was measured over.
+* :class:`RatedRate`: transactions rated per second, from the growth of the processors'
+  heartbeat counters between two samples (a beat comes every 10 s while busy, and within a
+  second when its threads or its queue depth change), so the series follows the rating.
 * :class:`AppliedRate`: transactions applied per second, from the batch records' chunk
   counts (the controller updates them after every chunk).
 * :class:`RequestRate`: storage requests per minute by kind, summed over processes; each
@@ -17,14 +17,11 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from initiator.observability.fleet import ProcessorInstance
 from initiator.schemas import BatchStatusView
 
-#: A processor's rate is believed this long after its last beat (beats come every 10 s busy).
-RATE_FRESH_FOR = timedelta(seconds=15)
 #: Requests are summed over this window.
 REQUEST_WINDOW = timedelta(minutes=1)
 
@@ -38,37 +35,31 @@ def no_prices(requests_per_minute: Mapping[str, float]) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class _Beat:
-    taken_at: datetime
-    rated: int
-
-
 class RatedRate:
+    """Transactions rated per second between two of the sampler's own readings.
+
+    Each heartbeat carries its instance's cumulative count; what grew since the previous
+    sample is rated in the time since that sample, so the series rises in the sample that
+    first sees a chunk rated and falls to zero in the first sample without new ratings,
+    rather than repeating a rate measured over the beat interval for that long again."""
+
     def __init__(self) -> None:
-        self._beats: dict[str, tuple[_Beat | None, _Beat]] = {}  # instance → (previous, last)
+        self._rated: dict[str, int] | None = None  # instance → count at the previous sample
+        self._at: datetime | None = None
 
     def update(self, processors: Iterable[ProcessorInstance], now: datetime) -> float:
-        seen: set[str] = set()
-        rate = 0.0
-        for processor in processors:
-            seen.add(processor.instance)
-            beat = _Beat(processor.taken_at, processor.rated_transactions)
-            previous, last = self._beats.get(processor.instance, (None, beat))
-            if beat.taken_at != last.taken_at:
-                previous, last = last, beat
-            self._beats[processor.instance] = (previous, last)
-            if previous is None:
-                continue
-            seconds = (last.taken_at - previous.taken_at).total_seconds()
-            # A rate measured over an interval is shown for about as long again, no longer.
-            if now - last.taken_at > min(last.taken_at - previous.taken_at, RATE_FRESH_FOR):
-                continue
-            if seconds > 0 and last.rated >= previous.rated:
-                rate += (last.rated - previous.rated) / seconds
-        for gone in set(self._beats) - seen:
-            del self._beats[gone]
-        return rate
+        counts = {p.instance: p.rated_transactions for p in processors}
+        previous, at = self._rated, self._at
+        self._rated, self._at = counts, now
+        if previous is None or at is None or now <= at:
+            return 0.0  # the first reading is the baseline
+        grown = 0
+        for instance, count in counts.items():
+            # An instance unseen at the previous sample started since: all its count is new.
+            # A smaller count is a restarted instance: it counts from zero again.
+            before = previous.get(instance, 0)
+            grown += count - before if count >= before else count
+        return grown / (now - at).total_seconds()
 
 
 def applied_transactions(batch: BatchStatusView) -> float:

@@ -9,7 +9,6 @@ import pytest
 from initiator.observability.fleet import ProcessorInstance
 from initiator.observability.history import HistoryRing, Sample
 from initiator.observability.rates import (
-    RATE_FRESH_FOR,
     AppliedRate,
     RatedRate,
     RequestRate,
@@ -31,29 +30,28 @@ def beat(instance: str, seconds: float, rated: int) -> ProcessorInstance:
     )
 
 
-def test_rated_rate_is_the_change_between_an_instances_last_two_beats() -> None:
+def test_rated_rate_is_what_the_beats_added_since_the_previous_sample() -> None:
     rate = RatedRate()
-    assert rate.update([beat("a", 0, 0)], T0) == 0  # one beat: no rate yet
-    # The same beat read again (no new heartbeat) changes nothing.
-    assert rate.update([beat("a", 0, 0)], T0 + timedelta(seconds=2)) == 0
-    assert rate.update([beat("a", 10, 5000)], T0 + timedelta(seconds=11)) == 500
-    assert rate.update([beat("a", 10, 5000)], T0 + timedelta(seconds=13)) == 500
-    both = [beat("a", 10, 5000), beat("b", 12, 100)]
-    assert rate.update(both, T0 + timedelta(seconds=14)) == 500  # b's first beat
-    both = [beat("a", 20, 8000), beat("b", 22, 2100)]
-    assert rate.update(both, T0 + timedelta(seconds=23)) == 300 + 200
-    # A beat older than RATE_FRESH_FOR says nothing about now.
-    later = T0 + timedelta(seconds=22) + RATE_FRESH_FOR + timedelta(seconds=1)
-    assert rate.update(both, later) == 0
+    assert rate.update([beat("a", 0, 700)], T0) == 0  # the first reading is the baseline
+    # The same beat read again (no new heartbeat) is no rating.
+    assert rate.update([beat("a", 0, 700)], T0 + timedelta(seconds=2)) == 0
+    # A beat with 1,000 more, read 2 s after the previous sample: 500 a second, at once.
+    assert rate.update([beat("a", 3, 1700)], T0 + timedelta(seconds=4)) == 500
+    # b started since the previous sample: all of its count is new.
+    both = [beat("a", 5, 2700), beat("b", 5, 300)]
+    assert rate.update(both, T0 + timedelta(seconds=6)) == (1000 + 300) / 2
+    # A restarted instance counts from zero again, never as a negative rate.
+    both = [beat("a", 7, 200), beat("b", 7, 700)]
+    assert rate.update(both, T0 + timedelta(seconds=8)) == (200 + 400) / 2
 
 
-def test_a_rate_is_shown_for_as_long_as_the_interval_it_was_measured_over() -> None:
+def test_the_rate_falls_to_zero_in_the_first_sample_after_the_rating_stops() -> None:
     rate = RatedRate()
     rate.update([beat("a", 0, 0)], T0)
-    # 3,000 transactions rated between beats 3 s apart: 1,000 a second, for 3 s after.
-    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=4)) == 1000
-    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=6)) == 1000
-    assert rate.update([beat("a", 3, 3000)], T0 + timedelta(seconds=6.5)) == 0
+    # 30,000 rated between beats 10 s apart, seen by a sample 2 s after the previous one:
+    # shown then, not repeated for the 10 s the beats were apart.
+    assert rate.update([beat("a", 10, 30_000)], T0 + timedelta(seconds=2)) == 15_000
+    assert rate.update([beat("a", 10, 30_000)], T0 + timedelta(seconds=4)) == 0
 
 
 def view(batch_id: str, transactions: int, chunks: int, applied: int) -> BatchStatusView:
