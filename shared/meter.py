@@ -5,6 +5,10 @@ the backends count at the transport: the Azure backends through an azure-core pi
 policy (:class:`MeterPolicy`, one count per HTTP request the SDK really sends, retries
 included), the embedded backend once per operation. Counts are per process; the CLI and
 ``/metrics`` export them, benchmarks diff two snapshots.
+
+Requests made on behalf of an onlooker rather than the pipeline (the dashboard's depth
+queries) are made inside :func:`on_behalf_of`: their kind carries the caller after an
+``@`` (``queue.count@dashboard``), so charts label them and reports can set them apart.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import json
 import os
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -24,12 +30,36 @@ from azure.core.pipeline.policies import SansIOHTTPPolicy
 
 _lock = threading.Lock()
 _counts: Counter[str] = Counter()
+_caller: ContextVar[str | None] = ContextVar("billing_meter_caller", default=None)
+
+
+@contextmanager
+def on_behalf_of(caller: str) -> Iterator[None]:
+    """Count the requests made in this block as ``service.op@caller``."""
+    token = _caller.set(caller)
+    try:
+        yield
+    finally:
+        _caller.reset(token)
 
 
 def record(service: str, op: str, n: int = 1) -> None:
-    """Count ``n`` requests of kind ``service.op`` (e.g. ``queue.get``, ``blob.put``)."""
+    """Count ``n`` requests of kind ``service.op`` (e.g. ``queue.get``, ``blob.put``), with
+    ``@caller`` when made :func:`on_behalf_of` one."""
+    caller = _caller.get()
+    kind = f"{service}.{op}" if caller is None else f"{service}.{op}@{caller}"
     with _lock:
-        _counts[f"{service}.{op}"] += n
+        _counts[kind] += n
+
+
+def request_kind(kind: str) -> str:
+    """The kind without its caller: ``queue.count@dashboard`` → ``queue.count``."""
+    return kind.partition("@")[0]
+
+
+def caller_of(kind: str) -> str | None:
+    """The caller a kind was counted for, or None for the pipeline's own requests."""
+    return kind.partition("@")[2] or None
 
 
 def snapshot() -> dict[str, int]:

@@ -1,8 +1,10 @@
 """The one sampler behind the dashboard's charts: a thread in the initiator.
 
-Every :data:`SAMPLE_SECONDS` it queries the depth of every queue (one request each, a few
-at a time), takes the processors and batches from the shared cached readings, computes the
-rates and appends a :class:`~initiator.observability.history.Sample` to the ring. It does
+Every :data:`SAMPLE_SECONDS` it takes the processors and batches from the shared cached
+readings, queries the depth of the queues whose depth can have changed (one request each,
+a few at a time; see :meth:`Sampler._due`), computes the rates and appends a
+:class:`~initiator.observability.history.Sample` to the ring. Its requests are counted as
+the dashboard's (``queue.count@dashboard``, :func:`shared.meter.on_behalf_of`). It does
 so only while someone watches — a poll of the live endpoint in the last
 :data:`WATCH_SECONDS` — so the storage requests are one sampler's worth however many
 dashboards and ``billing top`` are open, and none when nobody looks. The history therefore
@@ -33,9 +35,15 @@ from initiator.observability.rates import (
 )
 from initiator.observability.readings import Readings
 from shared import meter
+from shared.contracts.batch_status import OPEN_STATUSES, UNFINISHED_INTAKE
+from shared.listener.source import poison_queue
 from shared.storage.ports import Queue
 
 log = logging.getLogger(__name__)
+
+#: Batches that are still putting chunks on the queues or taking them off.
+_OPEN = frozenset({*UNFINISHED_INTAKE, *OPEN_STATUSES})
+POISON_SUFFIX = poison_queue("")
 
 #: Seconds between samples while watched (the page polls every second).
 SAMPLE_SECONDS = 2.0
@@ -43,6 +51,11 @@ SAMPLE_SECONDS = 2.0
 WATCH_SECONDS = 60.0
 #: Depth queries in flight at once (each is one request; Azure answers in tens of ms).
 DEPTH_QUERIES_IN_FLIGHT = 8
+#: Every queue's depth is asked at least this often while watched; in between, only the
+#: depths that can have changed. A poison queue emptied by an operator shows within this.
+FULL_RESCAN_SECONDS = 60.0
+#: The meter's caller for the sampler's requests.
+METER_CALLER = "dashboard"
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,7 @@ class Sampler:
         interval: float = SAMPLE_SECONDS,
         watch_seconds: float = WATCH_SECONDS,
         window_seconds: float = WINDOW_SECONDS,
+        rescan_seconds: float = FULL_RESCAN_SECONDS,
         cost: CostEstimate = no_prices,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -73,6 +87,10 @@ class Sampler:
         self._queues = queues
         self._readings = readings
         self._watch_seconds = watch_seconds
+        self._rescan_seconds = rescan_seconds
+        self._rescanned_at: float | None = None
+        self._depths: dict[str, int] = {}
+        self._beats: dict[str, tuple[datetime, int]] = {}  # instance → (beat time, poisoned)
         self._cost = cost
         self._clock = clock
         self._rated = RatedRate()
@@ -117,15 +135,16 @@ class Sampler:
 
     def sample_once(self) -> Reading:
         """Take one sample now and append it (the thread's step; tests call it directly)."""
-        with self._sampling:
+        with self._sampling, meter.on_behalf_of(METER_CALLER):
             return self._sample()
 
     def _sample(self) -> Reading:
         now = datetime.now(UTC)
-        counts = list(self._pool.map(_depth, self._queues))
-        depths = {q.name: n for q, n in zip(self._queues, counts, strict=True)}
         batches = self._readings.batches()
         processors = self._readings.processors()
+        due = self._due(batches, processors)
+        self._depths.update(zip([q.name for q in due], self._pool.map(_depth, due), strict=True))
+        depths = {q.name: self._depths.get(q.name, 0) for q in self._queues}
         requests = self._requests.update(self._request_counts(processors), now)
         sample = Sample(
             seq=self.ring.next_seq(),
@@ -154,6 +173,34 @@ class Sampler:
             self._sampled.notify_all()
         return reading
 
+    def _due(self, batches: BatchOverview, processors: list[ProcessorInstance]) -> list[Queue]:
+        """The queues whose depth can have changed since the last sample: all of them on a
+        full rescan (the first sample, then every ``rescan_seconds``). Between rescans a
+        work or results queue is asked while a batch is open, when a processor has beaten
+        since (it beats within a second of its queue depth changing) or when its last depth
+        was not zero; a poison queue only when a processor's poisoned count moved."""
+        beats = {p.instance: (p.taken_at, p.poisoned) for p in processors}
+        now = datetime.now(UTC)
+        previous, self._beats = self._beats, beats
+        clock = self._clock()
+        if self._rescanned_at is None or clock - self._rescanned_at >= self._rescan_seconds:
+            self._rescanned_at = clock
+            return list(self._queues)
+        open_batch = any(batches.counts.get(status, 0) for status in _OPEN)
+        new_beat = beats != previous
+        # A processor seen for the first time has poisoned nothing since the last sample
+        # unless its count says so.
+        poisoned = any(n != previous.get(i, (now, 0))[1] for i, (_, n) in beats.items())
+        return [
+            queue
+            for queue in self._queues
+            if (
+                poisoned
+                if queue.name.endswith(POISON_SUFFIX)
+                else open_batch or new_beat or self._depths.get(queue.name, 0) > 0
+            )
+        ]
+
     def _request_counts(
         self, processors: list[ProcessorInstance]
     ) -> dict[Hashable, Mapping[str, int]]:
@@ -176,6 +223,7 @@ class Sampler:
             with self._lock:
                 watched = self._is_watched()
             if not watched:
+                self._rescanned_at = None  # a new viewer's first sample asks every queue
                 self._wake.wait()  # no viewer: no requests until one polls
                 self._wake.clear()
                 continue
@@ -188,4 +236,6 @@ class Sampler:
 
 
 def _depth(queue: Queue) -> int:
-    return queue.approximate_count()
+    # A pool thread: the caller's context does not follow it there.
+    with meter.on_behalf_of(METER_CALLER):
+        return queue.approximate_count()

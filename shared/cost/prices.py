@@ -60,7 +60,9 @@ class AzurePrices(BaseSettings):
     registry_basic_per_day: float = 0.167
 
     def per_request(self, kind: str) -> float:
-        """Dollars for one request of the meter's ``kind`` (``service.op``)."""
+        """Dollars for one request of the meter's ``kind`` (``service.op``, perhaps with an
+        ``@caller``: the same request, made for someone else)."""
+        kind = kind.partition("@")[0]
         service = kind.partition(".")[0]
         if kind in FREE:
             return 0.0

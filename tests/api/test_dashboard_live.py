@@ -11,15 +11,21 @@ from typing import Any
 
 import pytest
 
+from initiator.observability.live import queue_infos
+from initiator.observability.readings import Readings
 from initiator.observability.sampler import Sampler
 from shared import meter
 from shared.cost.estimate import requests_cost
 from shared.cost.prices import AzurePrices
+from shared.storage.ports import Entity
 from tests.api.batch_files import csv_file, rows
 from tests.api.harness import AUTH, CSV, Api
 from tests.dashboard.heartbeats import Figures, write_beat, write_older_beat
 
 pytestmark = pytest.mark.anyio
+
+#: The meter's kind of the sampler's depth queries: labelled as the dashboard's.
+DEPTH_QUERY = "queue.count@dashboard"
 
 
 async def live(api: Api, after: int = 0) -> dict[str, Any]:
@@ -122,7 +128,7 @@ async def test_nobody_watching_costs_no_depth_query_and_a_poll_starts_the_sample
     sampler = sampler_of(api)
     before = meter.snapshot()
     await asyncio.sleep(sampler.interval * 1.5)
-    assert meter.diff(meter.snapshot(), before).get("queue.count", 0) == 0
+    assert meter.diff(meter.snapshot(), before).get(DEPTH_QUERY, 0) == 0
     assert len(sampler.ring) == 0
 
     await live(api)  # a viewer: the sampler takes readings until nobody has asked for a minute
@@ -131,7 +137,8 @@ async def test_nobody_watching_costs_no_depth_query_and_a_poll_starts_the_sample
         await asyncio.sleep(0.1)
     assert len(sampler.ring) >= 2
     queues = len((await live(api))["queues"])
-    assert meter.diff(meter.snapshot(), before)["queue.count"] >= 2 * queues
+    # The first sample asks every queue (the later ones only those that can have changed).
+    assert meter.diff(meter.snapshot(), before)[DEPTH_QUERY] >= queues
 
 
 async def test_many_viewers_cost_one_sampler(api: Api) -> None:
@@ -143,12 +150,43 @@ async def test_many_viewers_cost_one_sampler(api: Api) -> None:
     await asyncio.gather(*(live(api) for _ in range(20)))
     await asyncio.sleep(sampler.interval)
     samples = sampler.ring.next_seq() - before_seq
-    queries = meter.diff(meter.snapshot(), before).get("queue.count", 0)
+    queries = meter.diff(meter.snapshot(), before).get(DEPTH_QUERY, 0)
     elapsed = time.monotonic() - started
     # However many polls came in, the depth queries are one sampler's: a sample's worth each
     # (and perhaps a sample under way as the count was read).
     assert samples <= elapsed / sampler.interval + 1
-    assert samples * queues <= queries <= (samples + 1) * queues
+    assert queries <= (samples + 1) * queues
+
+
+async def test_the_sampler_asks_only_the_queues_whose_depth_can_have_changed(api: Api) -> None:
+    queues = [api.services.storage.queue(q.name) for q in queue_infos(api.settings)]
+    poison = [q for q in queues if q.name.endswith("-poison")]
+    clock = [0.0]
+    sampler = Sampler(
+        queues, Readings(api.services, ttl=0), rescan_seconds=60, clock=lambda: clock[0]
+    )
+    table = api.services.storage.table(api.settings.heartbeats_table)
+
+    def asked() -> int:
+        before = meter.snapshot()
+        sampler.sample_once()
+        diff = meter.diff(meter.snapshot(), before)
+        assert "queue.count" not in diff  # every depth query is labelled the dashboard's
+        return diff.get(DEPTH_QUERY, 0)
+
+    try:
+        assert asked() == len(queues)  # the first sample: every queue
+        assert asked() == 0  # idle: nothing can have changed
+        beat = write_beat(table, "proc-a")  # a processor beats when its queues change
+        assert asked() == len(queues) - len(poison)
+        assert asked() == 0
+        table.upsert(Entity(beat.partition_key, beat.row_key, {**beat.properties, "poisoned": 1}))
+        assert asked() == len(queues)  # a message poisoned: the poison queues too
+        clock[0] += 61
+        assert asked() == len(queues)  # the full rescan
+        assert asked() == 0
+    finally:
+        sampler.stop()
 
 
 async def test_live_is_in_the_openapi_document(api: Api) -> None:

@@ -100,7 +100,9 @@ def runs_a_queue_listener(role: str) -> bool:
 
 
 def needed_actions(kinds: set[str], principal: str = "") -> dict[str, set[str]]:
-    """service → data actions, for the request kinds a role made."""
+    """service → data actions, for the request kinds a role made (a request made for a
+    caller, ``queue.count@dashboard``, needs what the request itself needs)."""
+    kinds = {meter.request_kind(kind) for kind in kinds}
     unknown = kinds - set(ACTIONS)
     assert not unknown, f"requests of kinds no data action is known for: {sorted(unknown)}"
     needs: dict[str, set[str]] = {}
