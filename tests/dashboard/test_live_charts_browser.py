@@ -148,6 +148,16 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     )
     applied = series_line(page, "chart-throughput", "applied")
     assert applied["max"] > 0
+    # Rated as it happened: the series rose while the chunks were rated and is back to
+    # zero once they all are (within a few samples, not a beat interval repeated).
+    assert series_line(page, "chart-throughput", "rated")["max"] > 0
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('#chart-throughput path.series')]
+                 .some((l) => l.dataset.series === "rated" && l.dataset.last === "0")""",
+        timeout=APPEAR_MS,
+    )
+    # The dashboard's own depth queries are labelled as its own in the request chart.
+    assert series_line(page, "chart-requests", "queue.count (by the dashboard)")["max"] > 0
 
     # What the page shows is what the API says.
     cells = row.locator("td")
