@@ -8,6 +8,11 @@ Two sources, each turned into a :class:`~shared.cost.estimate.Usage`:
 * an answer of the initiator's ``GET /dashboard/live``: its samples' storage requests per
   minute, per transaction applied in the busy samples, per hour in the idle ones. The live
   figures count the initiator and the processors, not the controller, and carry no CPU.
+  The samples exist only while someone watches; without a busy one, the processors'
+  heartbeats give the figure instead: each process's requests since it started over the
+  transactions it rated (its idle requests included, so a little high). Requests made for
+  an onlooker (``queue.count@dashboard``) are the watcher's cost, not the deployment's:
+  left out.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any
 
 from initiator.observability.history import Sample
 from initiator.observability.live import LiveView
+from shared import meter
 from shared.cost.estimate import Usage
 
 _KIND = re.compile(r"^hot_path\.kind\.(?P<kind>.+)\.requests_per_1000$")
@@ -28,6 +34,10 @@ _CPU = re.compile(r"^hot_path\.(?P<role>[a-z_]+)\.cpu_us_per_transaction$")
 
 class UnknownSourceError(ValueError):
     """The file is neither an end-to-end benchmark report nor a live view."""
+
+
+class NoTrafficError(UnknownSourceError):
+    """The live view has measured no transaction yet: nothing to price per million."""
 
 
 def usage_from_file(path: Path) -> Usage:
@@ -63,15 +73,33 @@ def usage_from_live(view: LiveView) -> Usage:
     requests_per_1000 = (
         {k: n * 1000 / applied_per_minute for k, n in _summed(busy).items()}
         if applied_per_minute
-        else {}
+        else _from_heartbeats(view)
     )
     idle_per_hour = {k: n * 60 / len(idle) for k, n in _summed(idle).items()} if idle else {}
     return Usage(requests_per_1000=requests_per_1000, idle_requests_per_hour=idle_per_hour)
+
+
+def _from_heartbeats(view: LiveView) -> dict[str, float]:
+    """Requests per 1,000 transactions from the processors' counters since they started."""
+    rated = sum(p.rated_transactions for p in view.processors)
+    if not rated:
+        raise NoTrafficError(
+            "no transactions measured yet: the processors have rated none since they "
+            "started, and no sample saw any; submit a batch, then ask again"
+        )
+    processes = {(p.host, p.pid): p.storage_requests for p in view.processors}
+    total: dict[str, float] = {}
+    for counts in processes.values():
+        for kind, count in counts.items():
+            if meter.caller_of(kind) is None:
+                total[kind] = total.get(kind, 0.0) + count
+    return {kind: n * 1000 / rated for kind, n in sorted(total.items())}
 
 
 def _summed(samples: Sequence[Sample]) -> dict[str, float]:
     total: dict[str, float] = {}
     for sample in samples:
         for kind, rate in sample.requests_per_minute.items():
-            total[kind] = total.get(kind, 0.0) + rate
+            if meter.caller_of(kind) is None:  # the watcher's requests, not the deployment's
+                total[kind] = total.get(kind, 0.0) + rate
     return total

@@ -10,7 +10,13 @@ import pytest
 from typer.testing import CliRunner
 
 from billing.cli.app import app
-from billing.cost_sources import UnknownSourceError, usage_from_file, usage_from_live
+from billing.cost_sources import (
+    NoTrafficError,
+    UnknownSourceError,
+    usage_from_file,
+    usage_from_live,
+)
+from initiator.observability.fleet import ProcessorInstance
 from initiator.observability.history import Sample
 from initiator.observability.live import LiveView
 from shared.cost.estimate import Usage, estimate, keda_polls_per_hour, with_idle
@@ -126,7 +132,7 @@ def sample(seq: int, applied: float, requests: dict[str, float]) -> Sample:
     )
 
 
-def live_view(samples: list[Sample]) -> LiveView:
+def live_view(samples: list[Sample], processors: list[ProcessorInstance] | None = None) -> LiveView:
     return LiveView(
         generated_at=datetime(2026, 12, 1, tzinfo=UTC),
         age_seconds=0,
@@ -134,7 +140,7 @@ def live_view(samples: list[Sample]) -> LiveView:
         window_seconds=900,
         batch_counts={},
         batches=[],
-        processors=[],
+        processors=processors or [],
         queues=[],
         samples=samples,
     )
@@ -155,6 +161,49 @@ def test_the_live_view_splits_busy_samples_from_idle_ones() -> None:
         {"queue.count": 720.0, "table.write": 60.0}
     )
     assert usage.cpu_us_per_transaction is None
+
+
+def processor(instance: str, pid: int, rated: int, requests: dict[str, int]) -> ProcessorInstance:
+    return ProcessorInstance(
+        instance=instance,
+        host="h",
+        pid=pid,
+        status="running",
+        taken_at=datetime(2026, 12, 1, tzinfo=UTC),
+        rated_transactions=rated,
+        storage_requests=requests,
+    )
+
+
+def test_without_a_busy_sample_the_processors_counters_give_the_busy_figures() -> None:
+    # Nobody watched while the batch ran: the samples are idle, the heartbeats remember.
+    one_process = {"queue.get": 30, "blob.put": 10, "queue.count@dashboard": 500}
+    view = live_view(
+        [sample(1, 0.0, {"queue.count@dashboard": 750.0, "table.read": 2.0})],
+        [
+            processor("a", 1, 15_000, one_process),  # two instances of one process:
+            processor("b", 1, 5_000, one_process),  # its counts once, both ratings
+            processor("c", 2, 20_000, {"queue.get": 10}),
+        ],
+    )
+    usage = usage_from_live(view)
+    assert usage.requests_per_1000 == pytest.approx({"blob.put": 0.25, "queue.get": 1.0})
+    # The dashboard's own queries are the watcher's cost, not the idle deployment's.
+    assert usage.idle_requests_per_hour == pytest.approx({"table.read": 120.0})
+
+
+def test_the_command_says_no_traffic_was_measured_rather_than_pricing_zero(
+    tmp_path: Path,
+) -> None:
+    saved = tmp_path / "live.json"
+    idle = live_view([sample(1, 0.0, {"table.read": 2.0})], [processor("a", 1, 0, {})])
+    saved.write_text(idle.model_dump_json(), encoding="utf-8")
+    done = runner.invoke(app, ["cost", str(saved)], env={"COLUMNS": "80"})
+    assert done.exit_code == 2
+    assert "no transactions measured yet" in done.output
+    assert "0.0000" not in done.output
+    with pytest.raises(NoTrafficError):
+        usage_from_live(idle)
 
 
 def test_the_command_prints_the_figures_from_a_report(tmp_path: Path) -> None:
