@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -125,8 +126,14 @@ class MeterPolicy(SansIOHTTPPolicy):  # type: ignore[type-arg]
         record(self._service, classify(self._service, http.method, http.url))
 
 
-#: When set, each process writes its counts there as it exits (``billing demo`` sums them).
+#: When set, each process writes its counts there as it runs and as it exits (``billing
+#: demo`` sums them, at the batch's start and close and at the end).
 EXPORT_DIR_ENV = "BILLING_METER_EXPORT_DIR"
+#: While it runs, a process rewrites its export this often: a reader of the folder sees
+#: every process's counts as of at most this long ago.
+EXPORT_EVERY_SECONDS = 0.5
+
+_exporting_pid: int | None = None
 
 
 def export_now() -> None:
@@ -135,18 +142,35 @@ def export_now() -> None:
     if folder:
         path = Path(folder) / f"{os.getpid()}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(snapshot()), encoding="utf-8")
+        # Written aside and renamed: a reader never sees half a file.
+        part = path.with_suffix(".part")
+        part.write_text(json.dumps(snapshot()), encoding="utf-8")
+        os.replace(part, path)
 
 
 def export_at_exit() -> None:
-    """Export the counts when the process exits normally.
+    """Export the counts every :data:`EXPORT_EVERY_SECONDS` and when the process exits
+    normally.
 
     A process killed by a signal skips ``atexit``; uvicorn re-raises the SIGTERM it
     handled (``billing initiator`` turns that into a normal exit), so the initiator's app
     also exports from its lifespan's shutdown, wherever it is served.
     """
-    if os.environ.get(EXPORT_DIR_ENV):
-        atexit.register(export_now)
+    global _exporting_pid
+    if not os.environ.get(EXPORT_DIR_ENV) or _exporting_pid == os.getpid():
+        return
+    _exporting_pid = os.getpid()  # a forked child starts its own thread
+    atexit.register(export_now)
+    threading.Thread(target=_export_periodically, name="meter-export", daemon=True).start()
+
+
+def _export_periodically() -> None:
+    while True:
+        time.sleep(EXPORT_EVERY_SECONDS)
+        try:
+            export_now()
+        except OSError:  # the folder is being removed as the run ends
+            return
 
 
 def collect_exports(folder: Path) -> dict[str, int]:

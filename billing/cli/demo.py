@@ -113,9 +113,16 @@ def _report(result: DemoResult) -> None:
     per_thousand = meter.total(requests) * 1000 / result.transactions
     console.print(
         f"end to end: {result.seconds:.1f} s, [bold]{result.throughput:,.0f}[/] transactions/s; "
-        f"storage requests: {meter.total(requests):,} ({per_thousand:.1f} per 1,000 transactions)"
+        f"storage requests from submission to close: {meter.total(requests):,} "
+        f"({per_thousand:.1f} per 1,000 transactions)"
     )
     console.print("  " + ", ".join(f"{kind} {count:,}" for kind, count in sorted(requests.items())))
+    if result.onlooker_requests:
+        watching = result.onlooker_requests
+        console.print(
+            f"not counted above, made for onlookers in that time: {meter.total(watching):,} "
+            "(" + ", ".join(f"{kind} {count:,}" for kind, count in sorted(watching.items())) + ")"
+        )
 
 
 def _figure(value: object) -> str:

@@ -16,13 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from typer.testing import CliRunner
 
 from billing.cli import demo as demo_command
 from billing.cli.app import app as billing
-from billing.demo.scenario import DemoResult
+from billing.demo.scenario import DemoResult, run_demo
 from billing.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
+from tests.api.batch_files import csv_file, rows
 from tests.support.azurite import unavailable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -152,3 +154,41 @@ def test_the_demo_exits_non_zero_unless_the_batch_reconciled(
     assert outcome.exit_code == exit_code, outcome.output
     assert f"batch b-demo is {status}" in outcome.output
     assert verdict in outcome.output
+
+
+def test_the_demo_counts_its_batchs_requests_not_later_batches_nor_the_dashboards() -> None:
+    """``--stay`` runs more batches after the demo's, and a dashboard may watch all along:
+    the per-1,000 figure is the demo batch's, from its submission to its close."""
+    watched: list[httpx.Client] = []
+
+    def watch(base_url: str, api_key: str) -> None:  # the dashboard open from the start
+        client = httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {api_key}"})
+        watched.append(client)
+        assert client.get("/dashboard/live", timeout=30).status_code == 200
+
+    def another_batch() -> None:  # what a user of --stay does next
+        [client] = watched
+        response = client.post(
+            "/batches", content=csv_file(rows(2000)), headers={"Content-Type": "text/csv"}
+        )
+        assert response.status_code == 202, response.text
+        batch_id = response.json()["batch_id"]
+        deadline = time.monotonic() + 60
+        while client.get(f"/batches/{batch_id}").json()["status"] != "completed":
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+
+    try:
+        result = run_demo(transactions=2000, processes=1, on_ready=watch, linger=another_batch)
+    finally:
+        for client in watched:
+            client.close()
+    assert result.reconciled
+    chunks = result.status["chunks"]["total"]
+    # Each chunk is put on a work queue once and its result on the results queue once:
+    # the second batch's puts are not in the figure.
+    assert result.storage_requests["queue.put"] == 2 * chunks
+    assert all("@" not in kind for kind in result.storage_requests)
+    # The dashboard's sampling during the batch is reported apart.
+    assert result.onlooker_requests
+    assert all(kind.endswith("@dashboard") for kind in result.onlooker_requests)
