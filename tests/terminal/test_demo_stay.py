@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
+
 from billing.sample_batches import write_batch_file
 from tests.terminal.terminal import Terminal
 
@@ -83,10 +85,25 @@ def test_submit_wait_and_top_work_against_the_demo(tmp_path: Path) -> None:
         assert view.returncode == 0, view.stderr
         batches = view.stdout[view.stdout.index("Batches") :]
         assert len(re.findall(r"completed", batches)) == 2, view.stdout  # the demo's and ours
+        live = httpx.get(
+            f"{exports['BILLING_URL']}/dashboard/live",
+            headers={"Authorization": f"Bearer {exports['BILLING_API_KEY']}"},
+            timeout=30,
+        ).json()
+        [demo_chunks] = [
+            b["batch"]["chunks"]["total"]
+            for b in live["batches"]
+            if b["batch"]["transactions"] == DEMO_TRANSACTIONS
+        ]
 
         demo.send(b"\x03")
         assert demo.wait(60) == 0, demo.text()[-3000:]
         assert "result: reconciled" in demo.text()
+        # The report's requests are the demo batch's (a work-queue put and a results-queue
+        # put per chunk), not our batch's nor the dashboard's that came after.
+        puts = re.search(r"queue\.put\s+([\d,]+)", demo.text())
+        assert puts is not None, demo.text()[-3000:]
+        assert int(puts[1].replace(",", "")) == 2 * demo_chunks, demo.text()[-3000:]
         assert re.search(
             rf"transactions\s+│\s+{DEMO_TRANSACTIONS:,}\s+│\s+{DEMO_TRANSACTIONS:,}", demo.text()
         )
