@@ -60,6 +60,7 @@ SCHEMA = {
 #: How an image begins (the SQLite file header), to tell it from a JSON document.
 MAGIC = b"SQLite format 3\x00"
 _SELECT_ROWS = f"SELECT {', '.join(ROW_COLUMNS)} FROM rows ORDER BY rowid"
+_INSERT_SUBTOTAL = f"INSERT INTO subtotals VALUES ({', '.join('?' * (1 + len(SUBTOTAL_FIGURES)))})"
 _SELECT_SUBTOTALS = "SELECT * FROM subtotals"
 
 
@@ -98,14 +99,7 @@ def write_image(
         )
         # statements of many rows, not executemany's GIL hand-over per row (sqlite_rows)
         insert_values(db, "INSERT INTO rows", len(ROW_COLUMNS), rows)
-        # Multi-row statements too (a chunk may hold as many customers as rows), in key
-        # order: each row appends to the table's b-tree instead of splitting a page.
-        insert_values(
-            db,
-            "INSERT INTO subtotals",
-            1 + len(SUBTOTAL_FIGURES),
-            [(c, *figures) for c, figures in sorted(subtotals.items())],
-        )
+        db.executemany(_INSERT_SUBTOTAL, ((c, *figures) for c, figures in subtotals.items()))
         db.execute("COMMIT")
         return db.serialize()
 
