@@ -83,10 +83,10 @@ def load_charges(connection: Connection, rows: Iterable[WarehouseRow]) -> None:
 
 
 #: The name a result image is attached under, on the warehouse connection that copies it.
-_ATTACHED = "chunk_result"
+ATTACHED = "chunk_result"
 _COPY_SELECT = (
     f"{_SQLITE_INTO} SELECT rowid + ?, ?, ?, ?, {', '.join(ROW_COLUMNS)} "
-    f"FROM {_ATTACHED}.rows WHERE rowid BETWEEN ? AND ?"
+    f"FROM {ATTACHED}.rows WHERE rowid BETWEEN ? AND ?"
 )
 
 
@@ -99,12 +99,12 @@ def attached_result(connection: Connection, table: ResultTable | None) -> Iterat
         yield False
         return
     dbapi_connection: Any = connection.connection.driver_connection
-    dbapi_connection.execute(f"ATTACH DATABASE ':memory:' AS {_ATTACHED}")
+    dbapi_connection.execute(f"ATTACH DATABASE ':memory:' AS {ATTACHED}")
     try:
-        dbapi_connection.deserialize(table.image, name=_ATTACHED)
+        dbapi_connection.deserialize(table.image, name=ATTACHED)
         yield True
     finally:
-        dbapi_connection.execute(f"DETACH DATABASE {_ATTACHED}")
+        dbapi_connection.execute(f"DETACH DATABASE {ATTACHED}")
 
 
 def copy_charges(

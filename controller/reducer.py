@@ -14,7 +14,10 @@ of it:
 2. bulk-load the chunk's charges with their order ids (:mod:`controller.charge_loader`:
    ``COPY`` on PostgreSQL; on SQLite one ``INSERT … SELECT`` from the result's database
    image, or multi-row ``INSERT`` statements of tuples),
-3. add the chunk's per-customer subtotals to ``invoices`` (an upsert).
+3. add the chunk's per-customer subtotals to ``invoices`` (an upsert). On SQLite, when they
+   are the attached result image's own (:class:`~shared.contracts.result_table.ImageSubtotals`),
+   one ``INSERT … SELECT … ON CONFLICT`` adds them from the image: no Python object per
+   customer, whose number grows with the batch's distinct customers, not its rows.
 
 The mark goes first: a second controller applying the same chunk at the same moment blocks
 on that key (PostgreSQL) or on the write lock (SQLite), and when the first commits, its own
@@ -40,14 +43,14 @@ from datetime import UTC, datetime
 from functools import cache
 from itertools import repeat
 from operator import add, attrgetter, itemgetter
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy import Connection, Engine, exists, func, insert, select
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from controller.charge_loader import attached_result, copy_charges, load_charges
+from controller.charge_loader import ATTACHED, attached_result, copy_charges, load_charges
 from shared.contracts.chunk_result import COLUMNS, ChargeRow, ResultRow
-from shared.contracts.result_table import ResultTable
+from shared.contracts.result_table import SUBTOTAL_FIGURES, ImageSubtotals, ResultTable
 from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal
 from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
@@ -156,7 +159,10 @@ def apply_rows(
                 # Joined by map/zip/add, all in C: no Python code runs per row.
                 where = zip(order_ids, repeat(batch_id), repeat(chunk), repeat(currency))
                 load_charges(connection, map(add, where, rows))
-            _add_to_invoices(connection, batch_id, subtotals, currency)
+            if attached and _from_image(subtotals, table):
+                _add_image_subtotals(connection, batch_id, currency)
+            else:
+                _add_to_invoices(connection, batch_id, subtotals, currency)
     except IntegrityError:
         # Lost the race to another controller (the mark's key), or something else is
         # wrong (a missing batches row, a transaction id applied from another chunk):
@@ -195,6 +201,15 @@ def is_applied(engine: Engine, batch_id: str, chunk: int) -> bool:
         return bool(connection.scalar(query))
 
 
+def _from_image(subtotals: Mapping[str, Sequence[int]], table: ResultTable | None) -> bool:
+    """Whether ``subtotals`` are the very image ``table`` is (its ``subtotals`` table)."""
+    return (
+        isinstance(subtotals, ImageSubtotals)
+        and table is not None
+        and subtotals.image is table.image
+    )
+
+
 def _add_to_invoices(
     connection: Connection,
     batch_id: str,
@@ -227,6 +242,25 @@ _INVOICES_INTO = f"INSERT INTO {Invoice.__tablename__} ({', '.join(_INVOICE_COLU
 _ADD_ON_CONFLICT = "ON CONFLICT (batch_id, customer_id) DO UPDATE SET " + ", ".join(
     f"{name} = {Invoice.__tablename__}.{name} + excluded.{name}" for name in INVOICE_SUMS
 )
+#: The attached image's subtotals added to ``invoices`` in one statement, in customer order
+#: (the image's primary key: concurrent chunks lock shared invoice rows in one order).
+#: ``WHERE true`` tells SQLite's parser the ``ON CONFLICT`` is the upsert's, not a join's.
+_ADD_IMAGE_SUBTOTALS = (
+    f"{_INVOICES_INTO} SELECT ?, customer_id, ?, {', '.join(SUBTOTAL_FIGURES)} "
+    f"FROM {ATTACHED}.subtotals WHERE true ORDER BY customer_id {_ADD_ON_CONFLICT}"
+)
+
+
+def _add_image_subtotals(connection: Connection, batch_id: str, currency: str) -> None:
+    """Add the attached result image's subtotals to ``invoices``, all in SQLite."""
+    dbapi_connection: Any = connection.connection.driver_connection
+    dialect = connection.dialect
+    try:
+        dbapi_connection.execute(_ADD_IMAGE_SUBTOTALS, (batch_id, currency))
+    except dialect.loaded_dbapi.Error as exc:
+        raise DBAPIError.instance(
+            _ADD_IMAGE_SUBTOTALS, None, exc, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from exc
 
 
 @cache

@@ -139,7 +139,7 @@ class RatedRows:
     currency: str
     pricebook_version: str
     rows: Sequence[ResultRow]
-    subtotals: dict[str, Subtotal]
+    subtotals: Mapping[str, Subtotal]
     id_checksum: int | None
 
 
@@ -194,7 +194,7 @@ def encode_result_rows(
         "columns": COLUMNS,
         "rows": rows,
         "subtotal_columns": SUBTOTAL_COLUMNS,
-        "subtotals": subtotals,
+        "subtotals": dict(subtotals),  # msgspec encodes a dict, not any mapping, as an object
         "id_checksum": id_checksum,
     }
     return compress(_encoder.encode(document))

@@ -61,6 +61,7 @@ SCHEMA = {
 MAGIC = b"SQLite format 3\x00"
 _SELECT_ROWS = f"SELECT {', '.join(ROW_COLUMNS)} FROM rows ORDER BY rowid"
 _INSERT_SUBTOTAL = f"INSERT INTO subtotals VALUES ({', '.join('?' * (1 + len(SUBTOTAL_FIGURES)))})"
+_SELECT_SUBTOTALS = "SELECT * FROM subtotals"
 
 
 class ResultTableError(ValueError):
@@ -141,6 +142,40 @@ class ResultTable(Sequence[tuple[Any, ...]]):
     __hash__ = None  # type: ignore[assignment]  # a sequence, compared by its rows
 
 
+@dataclass(frozen=True, eq=False)
+class ImageSubtotals(Mapping[str, tuple[int, ...]]):
+    """A result's per-customer subtotals, held as the image they are in.
+
+    A mapping for whoever reads it (PostgreSQL's upsert, tests); a SQLite warehouse sums
+    them into ``invoices`` straight from the attached image (the controller's reducer)
+    without making a Python object per customer, whose count grows with the chunk's
+    distinct customers, not with its rows.
+    """
+
+    image: bytes = field(repr=False)
+
+    @cached_property
+    def _figures(self) -> dict[str, tuple[int, ...]]:
+        with closing(open_image(self.image)) as db:
+            return {c: tuple(figures) for c, *figures in db.execute(_SELECT_SUBTOTALS)}
+
+    def __getitem__(self, customer_id: str) -> tuple[int, ...]:
+        return self._figures[customer_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._figures)
+
+    def __len__(self) -> int:
+        return len(self._figures)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Mapping):
+            return self._figures == dict(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # a mapping, compared by its items
+
+
 def open_image(image: bytes) -> sqlite3.Connection:
     """An in-memory connection over a copy of ``image`` (close it)."""
     db = sqlite3.connect(":memory:")
@@ -152,7 +187,7 @@ def open_image(image: bytes) -> sqlite3.Connection:
     return db
 
 
-def read_image(image: bytes) -> tuple[Header, ResultTable, dict[str, tuple[int, ...]]]:
+def read_image(image: bytes) -> tuple[Header, ResultTable, ImageSubtotals]:
     """The header, rows and subtotals of an image, once its schema proved to be
     :data:`SCHEMA` and its row ids 1…n. Raises :class:`ResultTableError`."""
     with closing(open_image(image)) as db:
@@ -175,13 +210,9 @@ def read_image(image: bytes) -> tuple[Header, ResultTable, dict[str, tuple[int, 
             ).fetchone()
             if count and (first, last) != (1, count):
                 raise ResultTableError(f"chunk result rows numbered {first}…{last}, not 1…{count}")
-            subtotals = {
-                customer: tuple(figures)
-                for customer, *figures in db.execute("SELECT * FROM subtotals").fetchall()
-            }
         except sqlite3.Error as exc:
             raise ResultTableError(f"not a chunk result database: {exc}") from None
     if not checksum_text.isdigit():
         raise ResultTableError(f"malformed chunk result id checksum {checksum_text!r}")
     header = Header(batch_id, chunk, currency, pricebook_version, int(checksum_text))
-    return header, ResultTable(image, count), subtotals
+    return header, ResultTable(image, count), ImageSubtotals(image)

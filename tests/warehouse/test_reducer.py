@@ -378,3 +378,28 @@ def test_a_result_image_lands_row_for_row_with_its_order_ids_across_ranges(
     if engine.dialect.name == "sqlite":
         # copied inside SQLite: the rows were never made into Python tuples
         assert "_rows" not in vars(rated.rows)
+
+
+def test_a_result_images_subtotals_are_summed_into_invoices_inside_sqlite(engine: Engine) -> None:
+    add_batch(engine, "b1", chunks=2)
+    ids = CountingIds()
+    results = [result_rows("b1", chunk, rated_chunk(chunk, size=300)) for chunk in (0, 1)]
+
+    for chunk, rated in (*enumerate(results), (0, results[0])):  # with a redelivery
+        apply_rows(
+            engine,
+            batch_id="b1",
+            chunk=chunk,
+            rows=rated.rows,
+            subtotals=rated.subtotals,
+            currency="EUR",
+            allocator=ids,
+            processor="proc-1",
+            id_checksum=rated.id_checksum,
+        )
+
+    assert invoices(engine) == sums_of_charges(engine)
+    assert len(invoices(engine)) == len(CUSTOMERS)
+    if engine.dialect.name == "sqlite":
+        # one statement from the attached image: no Python object per customer was made
+        assert all("_figures" not in vars(rated.subtotals) for rated in results)
