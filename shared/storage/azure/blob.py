@@ -7,16 +7,16 @@ The SDK turns a failed condition into the azure-core exception the port promises
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.storage.blob import BlobBlock, ContainerClient
 from azure.storage.blob import BlobProperties as SdkBlobProperties
-from azure.storage.blob import ContainerClient
 
-from shared.storage.ports import Blob, BlobProperties
+from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties, StagedBlock
 
 
 class AzureBlobContainer:
@@ -67,6 +67,28 @@ class AzureBlobContainer:
 
     def head(self, blob: str) -> BlobProperties:
         return _to_port(self._client.get_blob_client(blob).get_blob_properties())
+
+    def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
+        # One ranged GET per chunk of the SDK's (``max_chunk_get_size``), read as it is used.
+        downloader = self._client.download_blob(blob)
+        for part in downloader.chunks():
+            for start in range(0, len(part), block_size):
+                yield part[start : start + block_size]
+
+    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
+        self._client.get_blob_client(blob).stage_block(block_id, data, length=len(data))
+
+    def uncommitted_blocks(self, blob: str) -> list[StagedBlock]:
+        try:
+            _, uncommitted = self._client.get_blob_client(blob).get_block_list("uncommitted")
+        except ResourceNotFoundError:  # no block staged yet, no blob either
+            return []
+        return [StagedBlock(block.id, block.size) for block in uncommitted]
+
+    def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
+        client = self._client.get_blob_client(blob)
+        client.commit_block_list([BlobBlock(block_id) for block_id in block_ids])
+        return _to_port(client.get_blob_properties())
 
     def list(self, prefix: str = "") -> Iterator[BlobProperties]:
         # The pager follows continuation tokens lazily, page after page.
