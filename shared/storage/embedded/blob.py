@@ -16,6 +16,7 @@ survives any process crash, not a power cut.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import secrets
@@ -281,7 +282,7 @@ class EmbeddedBlobContainer:
         )
         return dict(rows)
 
-    def _drop_staged(self, conn: sqlite3.Connection, blob: str) -> list[str]:
+    def _drop_staged(self, conn: sqlite3.Connection, blob: str) -> builtins.list[str]:
         """Forget the blob's staged blocks (in ``conn``'s transaction); their files."""
         rows = conn.execute(
             "SELECT file FROM staged_blocks WHERE container = ? AND blob = ?", (self._name, blob)
