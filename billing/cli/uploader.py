@@ -3,10 +3,13 @@ takes it from there (docs/uploads.md).
 
 1. ``POST /uploads`` for a grant (a write-only URL of one blob), unless an earlier run on
    the same file left one that has not expired (the resume file, under the user's cache).
-2. The Azure SDK's ``BlobClient.from_blob_url`` asks which blocks are staged already
-   (``Get Block List``), stages the others in parallel (``Put Block``, each retried by the
-   SDK's own policy), then commits them (``Put Block List``). Block ids are the block's
-   index, so a second run knows which blocks it can skip: an interrupted upload resumes.
+2. The Azure SDK's ``BlobClient.from_blob_url`` stages the blocks in parallel (``Put
+   Block``, each retried by the SDK's own policy), then commits them (``Put Block List``).
+   Each block stored is written down in the resume file, so a second run stages only the
+   blocks the first did not: an interrupted upload resumes. (Storage keeps uncommitted
+   blocks for a week; the grant is write-only, so the client cannot ask storage which
+   blocks it holds, and remembers instead. If storage lost them after all, the commit is
+   refused and every block is sent again.)
 3. ``POST /batches`` with ``{"upload": blob}``.
 
 The same calls work on every backend: the grant's URL is a SAS on Azure storage and
@@ -18,15 +21,16 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
-from azure.core.exceptions import ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError
 from azure.storage.blob import BlobBlock, BlobClient
 
 from shared.contracts.batch_records import utc_now
@@ -53,6 +57,8 @@ class PendingUpload:
     expires_at: str
     file_size: int
     file_mtime_ns: int
+    staged: list[int] = field(default_factory=list)
+    """Indexes of the blocks stored so far."""
     committed: bool = False
 
     def fits(self, file: Path) -> bool:
@@ -116,7 +122,8 @@ def upload_file(
 ) -> Uploaded:
     """Upload ``file`` (resuming an earlier run's blocks); its blob's name, and what was sent.
 
-    ``on_block`` is called with each block's size once it is stored (or found stored).
+    ``on_block`` is called with each block's size once it is stored (or was, by an earlier
+    run).
     ``blob_client_options`` go to the SDK's ``BlobClient`` (a transport, retry settings).
     """
     pending = pending_upload(client, file)
@@ -126,7 +133,7 @@ def upload_file(
     size = pending.file_size
     count = -(-size // block_bytes)  # an empty file commits no block: an empty blob
     ids = [block_id(index) for index in range(count)]
-    staged = _staged_sizes(blob)
+    lock = threading.Lock()
 
     def expected(index: int) -> int:
         return min(block_bytes, size - index * block_bytes)
@@ -136,25 +143,38 @@ def upload_file(
             source.seek(index * block_bytes)
             data = source.read(expected(index))
         blob.stage_block(ids[index], data, length=len(data))
+        with lock:
+            pending.staged.append(index)
+            remember(file, pending)
         if on_block is not None:
             on_block(len(data))
 
-    missing = [index for index in range(count) if staged.get(ids[index]) != expected(index)]
+    def stage_all(missing: list[int]) -> None:
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="upload") as pool:
+            futures = [pool.submit(stage, index) for index in missing]
+            try:
+                for future in futures:
+                    future.result()  # the first block that failed for good stops the run
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+
+    done = set(pending.staged) & set(range(count))
+    missing = [index for index in range(count) if index not in done]
     if on_block is not None:
-        for index in set(range(count)) - set(missing):
+        for index in done:
             on_block(expected(index))
-    with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="upload") as pool:
-        for _ in pool.map(stage, missing):
-            pass  # map re-raises the first block that failed for good
-    blob.commit_block_list([BlobBlock(block_id) for block_id in ids])
+    stage_all(missing)
+    try:
+        blob.commit_block_list([BlobBlock(block_id) for block_id in ids])
+    except HttpResponseError as error:
+        if error.status_code != 400 or not done:
+            raise
+        # Blocks an earlier run stored are gone (storage drops them after a week): all again.
+        pending.staged.clear()
+        missing = list(range(count))
+        stage_all(missing)
+        blob.commit_block_list([BlobBlock(block_id) for block_id in ids])
     pending.committed = True
     remember(file, pending)
     return Uploaded(pending.blob, blocks=count, blocks_sent=len(missing))
-
-
-def _staged_sizes(blob: BlobClient) -> dict[str, int]:
-    try:
-        _, uncommitted = blob.get_block_list("uncommitted")
-    except ResourceNotFoundError:
-        return {}
-    return {block.id: block.size for block in uncommitted}

@@ -10,7 +10,6 @@ backend (the Azure SDK's ``BlobClient.from_blob_url``, ``curl -T``):
   :data:`MAX_BLOCK_BYTES`, held in memory while it is stored);
 * ``PUT ?comp=blocklist`` with ``<BlockList><Latest>id</Latest>…</BlockList>``: Put Block
   List (the blob is then the staged blocks, in that order);
-* ``GET ?comp=blocklist&blocklisttype=uncommitted``: Get Block List, for a resume;
 * ``PUT`` with the whole file as the body: Put Blob, stored block by block as it arrives.
 
 Errors answer as Azure's do (status and ``x-ms-error-code``), with a problem body.
@@ -35,7 +34,6 @@ from fastapi.responses import JSONResponse
 from initiator.dependencies import Services, get_services
 from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails
 from initiator.uploads.ledger import UploadState
-from shared.storage.ports import StagedBlock
 
 router = APIRouter(tags=["uploads"])
 
@@ -103,37 +101,6 @@ async def put_upload(
     modified = written.last_modified
     last_modified = email.utils.format_datetime(modified, usegmt=True) if modified else ""
     return Response(status_code=201, headers={"ETag": written.etag, "Last-Modified": last_modified})
-
-
-@router.get(
-    "/uploads/{container}/{blob}",
-    operation_id="getUploadBlockList",
-    summary="List the blocks uploaded so far (embedded backend)",
-    responses={200: {"content": {"application/xml": {}}}, **_PROBLEMS},
-)
-async def get_block_list(
-    container: str,
-    blob: Blob,
-    se: str,
-    sp: str,
-    sig: str,
-    comp: Annotated[str, Query(description="blocklist")],
-    blocklisttype: Annotated[str, Query(description="uncommitted, committed or all")] = "all",
-    services: Services = Depends(get_services),
-) -> Response:
-    """Azure's Get Block List for the blob of a grant: the blocks staged and not committed
-    yet (an upload resumes by sending the others). Committed blocks are not listed."""
-    try:
-        await _authorise(services, container, blob, se, sp, sig)
-        if comp != "blocklist":
-            raise UploadRefusedError(400, "InvalidQueryParameterValue", f"unsupported comp={comp}")
-    except UploadRefusedError as refused:
-        return _refusal(refused)
-    staged: list[StagedBlock] = []
-    if blocklisttype in ("uncommitted", "all"):
-        uploads = services.uploads.container
-        staged = await anyio.to_thread.run_sync(uploads.uncommitted_blocks, blob)
-    return Response(_block_list_xml(staged), media_type="application/xml")
 
 
 async def _authorise(
@@ -206,19 +173,6 @@ def _block_list(body: bytes) -> list[str]:
     if root.tag != "BlockList":
         raise UploadRefusedError(400, "InvalidXmlDocument", "the body is not a <BlockList>")
     return [_block_id(element.text) for element in root]
-
-
-def _block_list_xml(blocks: list[StagedBlock]) -> bytes:
-    root = ElementTree.Element("BlockList")
-    ElementTree.SubElement(root, "CommittedBlocks")
-    uncommitted = ElementTree.SubElement(root, "UncommittedBlocks")
-    for block in blocks:
-        element = ElementTree.SubElement(uncommitted, "Block")
-        name = base64.b64encode(block.block_id.encode()).decode()
-        ElementTree.SubElement(element, "Name").text = name
-        ElementTree.SubElement(element, "Size").text = str(block.size)
-    xml: bytes = ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
-    return xml
 
 
 def _refusal(refused: UploadRefusedError) -> JSONResponse:

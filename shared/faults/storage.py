@@ -26,7 +26,6 @@ from shared.storage.ports import (
     Entity,
     Queue,
     QueueMessage,
-    StagedBlock,
     StorageAccount,
     Table,
 )
@@ -126,9 +125,6 @@ class FaultyBlobContainer:
 
     def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
         self._faults.call("blob.put", lambda: self._inner.stage_block(blob, block_id, data))
-
-    def uncommitted_blocks(self, blob: str) -> list[StagedBlock]:
-        return self._faults.call("blob.get", lambda: self._inner.uncommitted_blocks(blob))
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         return self._faults.call("blob.put", lambda: self._inner.commit_blocks(blob, block_ids))

@@ -85,15 +85,6 @@ class BlobProperties:
 
 
 @dataclass(frozen=True)
-class StagedBlock:
-    """A block staged by ``stage_block``: its id (as the SDK takes it; base64 on the wire)
-    and its size."""
-
-    block_id: str
-    size: int
-
-
-@dataclass(frozen=True)
 class Blob:
     data: bytes
     properties: BlobProperties
@@ -139,16 +130,15 @@ class BlobContainer(Protocol):
 
     def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
         """Stage one block of a blob to be (``Put Block``); staging the same id again
-        replaces it. Nothing is readable before :meth:`commit_blocks`."""
-        ...
-
-    def uncommitted_blocks(self, blob: str) -> list[StagedBlock]:
-        """The blocks staged and not yet committed (``Get Block List``), for a resume."""
+        replaces it. Nothing is readable before :meth:`commit_blocks`. Ids are
+        as the SDK takes them (base64 on the wire)."""
         ...
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         """Write the blob as the staged blocks in this order (``Put Block List``); the
-        staged blocks are then gone. An id never staged: ``HttpResponseError`` (400)."""
+        staged blocks are then gone. An id not staged: ``HttpResponseError`` (400). (Azure
+        would also take ids of the blob's committed blocks; no caller needs that, and the
+        embedded backend does not keep them.)"""
         ...
 
     def list(self, prefix: str = "") -> Iterator[BlobProperties]: ...

@@ -1,4 +1,4 @@
-"""The block contract: blobs read as a stream, and written block by block (stage, list,
+"""The block contract: blobs read as a stream, and written block by block (stage,
 commit), as the upload path uses them (docs/uploads.md)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
-from shared.storage.ports import BlobContainer, StagedBlock
+from shared.storage.ports import BlobContainer
 
 
 def test_read_blocks_streams_the_blob_in_blocks_of_the_size_asked(
@@ -27,7 +27,7 @@ def test_read_blocks_of_a_missing_blob_raises_not_found(container: BlobContainer
         next(iter(container.read_blocks("absent")))
 
 
-def test_staged_blocks_are_listed_then_committed_in_the_order_given(
+def test_staged_blocks_are_committed_in_the_order_given(
     container: BlobContainer,
 ) -> None:
     container.stage_block("upload", "0001", b"world")
@@ -35,21 +35,16 @@ def test_staged_blocks_are_listed_then_committed_in_the_order_given(
     with pytest.raises(ResourceNotFoundError):
         container.head("upload")  # nothing readable before the commit
 
-    staged = sorted(container.uncommitted_blocks("upload"), key=lambda b: b.block_id)
-    assert staged == [StagedBlock("0000", 6), StagedBlock("0001", 5)]
-
     written = container.commit_blocks("upload", ["0000", "0001"])
 
     assert container.get("upload").data == b"hello world"
     assert (written.size, written.etag) == (11, container.head("upload").etag)
-    assert container.uncommitted_blocks("upload") == []
 
 
 def test_staging_a_block_again_replaces_it(container: BlobContainer) -> None:
     container.stage_block("upload", "0000", b"first try")
     container.stage_block("upload", "0000", b"second")
 
-    assert container.uncommitted_blocks("upload") == [StagedBlock("0000", 6)]
     container.commit_blocks("upload", ["0000"])
     assert container.get("upload").data == b"second"
 
@@ -62,16 +57,3 @@ def test_committing_a_block_never_staged_is_refused(container: BlobContainer) ->
     assert refused.value.status_code == 400
     with pytest.raises(ResourceNotFoundError):
         container.head("upload")
-
-
-def test_uncommitted_blocks_of_an_unknown_blob_is_empty(container: BlobContainer) -> None:
-    assert container.uncommitted_blocks("nothing-staged") == []
-
-
-def test_deleting_a_blob_drops_its_uncommitted_blocks(container: BlobContainer) -> None:
-    container.put("upload", b"committed")
-    container.stage_block("upload", "0000", b"staged")
-
-    container.delete("upload")
-
-    assert container.uncommitted_blocks("upload") == []

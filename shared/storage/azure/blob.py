@@ -16,7 +16,7 @@ from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import BlobBlock, ContainerClient
 from azure.storage.blob import BlobProperties as SdkBlobProperties
 
-from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties, StagedBlock
+from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties
 
 
 class AzureBlobContainer:
@@ -77,13 +77,6 @@ class AzureBlobContainer:
 
     def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
         self._client.get_blob_client(blob).stage_block(block_id, data, length=len(data))
-
-    def uncommitted_blocks(self, blob: str) -> list[StagedBlock]:
-        try:
-            _, uncommitted = self._client.get_blob_client(blob).get_block_list("uncommitted")
-        except ResourceNotFoundError:  # no block staged yet, no blob either
-            return []
-        return [StagedBlock(block.id, block.size) for block in uncommitted]
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         client = self._client.get_blob_client(blob)

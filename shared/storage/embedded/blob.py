@@ -41,7 +41,7 @@ from shared.storage.embedded.names import (
     validate_blob_name,
     validate_container_name,
 )
-from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties, StagedBlock
+from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS containers (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
@@ -185,19 +185,6 @@ class EmbeddedBlobContainer:
         if replaced is not None:
             (self._files / replaced).unlink(missing_ok=True)
 
-    def uncommitted_blocks(self, blob: str) -> list[StagedBlock]:
-        meter.record("blob", "get")
-        rows = (
-            self._db.connection()
-            .execute(
-                "SELECT block_id, size FROM staged_blocks WHERE container = ? AND blob = ? "
-                "ORDER BY block_id",
-                (self._name, blob),
-            )
-            .fetchall()
-        )
-        return [StagedBlock(block_id, size) for block_id, size in rows]
-
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         meter.record("blob", "put")
         validate_blob_name(blob)
@@ -266,7 +253,7 @@ class EmbeddedBlobContainer:
             if current is None:
                 return
             conn.execute("DELETE FROM blobs WHERE container = ? AND name = ?", (self._name, blob))
-            # Azure deletes a blob's uncommitted blocks with it.
+            # Its uncommitted blocks go too: nothing else would ever remove them.
             leftovers = self._drop_staged(conn, blob)
         for name in [current[1], *leftovers]:
             (self._files / name).unlink(missing_ok=True)
