@@ -40,7 +40,9 @@ CONFIG_TEXT = """
 [[operations]]
 include-path = "/batches"
 include-method = "POST"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "404", "409", "413", "415", "422"]
+checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "400", "401", "404", "409", "413", "415", "422"
+]
 """
 CONFIG_TEXT += """
 [[operations]]
