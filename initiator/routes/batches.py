@@ -26,7 +26,7 @@ from fastapi.responses import JSONResponse
 
 from initiator.acceptance import BatchRequest, Outcome
 from initiator.auth import require_api_key, sender_of
-from initiator.body import BlockingBody
+from initiator.body import DEFAULT_BLOCK_SIZE, BlockingBody
 from initiator.body_pace import BodyPace
 from initiator.callbacks import refuse_callback
 from initiator.dependencies import Services, get_services
@@ -99,9 +99,9 @@ async def submit_batch(
             return refused  # before reading a byte
     if names_an_upload(request.headers.get("content-type")):
         reference = await read_reference(request)
-        upload = BlobBody(
-            services.uploads.container.read_blocks(reference.upload), limit=settings.max_body_bytes
-        )
+        # Blocks of the size the body is read in: the intake after is then the same.
+        blocks = services.uploads.container.read_blocks(reference.upload, DEFAULT_BLOCK_SIZE)
+        upload = BlobBody(blocks, limit=settings.max_body_bytes)
         batch = BatchRequest(
             priority=priority,
             content_type=reference.content_type,
