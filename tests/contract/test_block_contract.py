@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 
-from shared.storage.ports import BlobContainer
+from shared.storage.ports import READ_BLOCK_BYTES, BlobContainer
 
 
 def test_read_blocks_streams_the_blob_in_blocks_of_the_size_asked(
@@ -20,6 +20,19 @@ def test_read_blocks_streams_the_blob_in_blocks_of_the_size_asked(
     assert b"".join(blocks) == data
     assert all(len(block) <= 4096 for block in blocks)
     assert len(blocks) >= 3
+
+
+def test_read_blocks_reads_a_blob_larger_than_one_ranged_read(container: BlobContainer) -> None:
+    data = bytes(range(251)) * (READ_BLOCK_BYTES * 2 // 251 + 7)  # past two reads of 4 MiB
+
+    container.put("large", data)
+
+    assert b"".join(container.read_blocks("large", block_size=1024 * 1024)) == data
+
+
+def test_read_blocks_of_an_empty_blob_yields_nothing(container: BlobContainer) -> None:
+    container.put("empty", b"")
+    assert list(container.read_blocks("empty")) == []
 
 
 def test_read_blocks_of_a_missing_blob_raises_not_found(container: BlobContainer) -> None:

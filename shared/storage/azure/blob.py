@@ -12,7 +12,7 @@ from contextlib import suppress
 from typing import Any
 
 from azure.core import MatchConditions
-from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceExistsError, ResourceNotFoundError
 from azure.storage.blob import BlobBlock, ContainerClient
 from azure.storage.blob import BlobProperties as SdkBlobProperties
 
@@ -69,11 +69,32 @@ class AzureBlobContainer:
         return _to_port(self._client.get_blob_client(blob).get_blob_properties())
 
     def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
-        # One ranged GET per chunk of the SDK's (``max_chunk_get_size``), read as it is used.
-        downloader = self._client.download_blob(blob)
-        for part in downloader.chunks():
-            for start in range(0, len(part), block_size):
-                yield part[start : start + block_size]
+        # Ranged GETs of READ_BLOCK_BYTES each, pinned to the first one's ETag: the SDK's
+        # own downloader starts with a 32 MiB GET, which a 1 MiB reader would hold for long.
+        client = self._client.get_blob_client(blob)
+        try:
+            first = client.download_blob(offset=0, length=READ_BLOCK_BYTES)
+        except HttpResponseError as error:
+            if error.status_code == 416:  # InvalidRange: the blob is empty
+                return
+            raise
+        data = first.readall()
+        size, etag = _total_size(first.properties, len(data)), first.properties.etag
+        offset = len(data)
+        while True:
+            view = memoryview(data)
+            for start in range(0, len(view), block_size):
+                yield bytes(view[start : start + block_size])
+            if offset >= size:
+                return
+            length = min(READ_BLOCK_BYTES, size - offset)
+            data = client.download_blob(
+                offset=offset,
+                length=length,
+                etag=etag,
+                match_condition=MatchConditions.IfNotModified,
+            ).readall()
+            offset += len(data)
 
     def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
         self._client.get_blob_client(blob).stage_block(block_id, data, length=len(data))
@@ -96,6 +117,12 @@ class AzureBlobContainer:
             conditions = {"etag": if_match, "match_condition": MatchConditions.IfNotModified}
         with suppress(ResourceNotFoundError):
             self._client.delete_blob(blob, **conditions)
+
+
+def _total_size(properties: SdkBlobProperties, read: int) -> int:
+    """The whole blob's size, from a ranged read's ``Content-Range`` (``bytes 0-9/10``)."""
+    content_range = properties.content_range
+    return int(content_range.rsplit("/", 1)[1]) if content_range else read
 
 
 def quoted_etag(etag: str) -> str:
