@@ -145,14 +145,16 @@ async def _read(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise UploadRefusedError(413, "RequestBodyTooLarge", f"a block is at most {limit:,} bytes")
-    data = bytearray()
+    parts: list[bytes] = []
+    size = 0
     async for part in request.stream():
-        data += part
-        if len(data) > limit:
+        parts.append(part)
+        size += len(part)
+        if size > limit:
             raise UploadRefusedError(
                 413, "RequestBodyTooLarge", f"a block is at most {limit:,} bytes"
             )
-    return bytes(data)
+    return b"".join(parts)  # one copy of the block, not a growing buffer and a copy
 
 
 def _block_id(encoded: str | None) -> str:
