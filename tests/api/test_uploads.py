@@ -132,7 +132,13 @@ def test_an_expired_grant_writes_nothing(make_settings: SettingsFactory, tmp_pat
         with pytest.raises(HttpResponseError) as refused:
             blob.stage_block("000000", b"late")
         assert refused.value.status_code == 403
-    assert incoming(settings) == []
+        assert incoming(settings) == []
+        storage = open_storage(settings)
+        try:  # a grant whose expiry is older than the orphan age goes with the sweep
+            assert sweep_uploads(storage, settings, older_than=timedelta(0)) == [grant["blob"]]
+        finally:
+            storage.close()
+        assert submit(client, grant["blob"]).status_code == 404
 
 
 def test_a_grant_reused_after_its_batch_took_the_upload_makes_no_second_batch(
