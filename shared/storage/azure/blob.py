@@ -8,6 +8,7 @@ The SDK turns a failed condition into the azure-core exception the port promises
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from typing import Any
 
@@ -69,8 +70,10 @@ class AzureBlobContainer:
         return _to_port(self._client.get_blob_client(blob).get_blob_properties())
 
     def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
-        # Ranged GETs of READ_BLOCK_BYTES each, pinned to the first one's ETag: the SDK's
-        # own downloader starts with a 32 MiB GET, which a 1 MiB reader would hold for long.
+        # Ranged GETs of READ_BLOCK_BYTES each, pinned to the first one's ETag (the SDK's own
+        # downloader starts with a 32 MiB GET, which a 1 MiB reader would hold for long),
+        # the next one fetched while the caller works on this one: a reader that parses
+        # does not wait for storage's round trips, and holds two reads at most.
         client = self._client.get_blob_client(blob)
         try:
             first = client.download_blob(offset=0, length=READ_BLOCK_BYTES)
@@ -80,21 +83,28 @@ class AzureBlobContainer:
             raise
         data = first.readall()
         size, etag = _total_size(first.properties, len(data)), first.properties.etag
-        offset = len(data)
-        while True:
-            view = memoryview(data)
-            for start in range(0, len(view), block_size):
-                yield bytes(view[start : start + block_size])
-            if offset >= size:
-                return
+
+        def fetch(offset: int) -> bytes:
             length = min(READ_BLOCK_BYTES, size - offset)
-            data = client.download_blob(
+            ranged = client.download_blob(
                 offset=offset,
                 length=length,
                 etag=etag,
                 match_condition=MatchConditions.IfNotModified,
-            ).readall()
-            offset += len(data)
+            )
+            return ranged.readall()
+
+        offset = len(data)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blob-read-ahead") as ahead:
+            while True:
+                following = ahead.submit(fetch, offset) if offset < size else None
+                view = memoryview(data)
+                for start in range(0, len(view), block_size):
+                    yield bytes(view[start : start + block_size])
+                if following is None:
+                    return
+                data = following.result()
+                offset += len(data)
 
     def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
         self._client.get_blob_client(blob).stage_block(block_id, data, length=len(data))
