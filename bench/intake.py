@@ -109,8 +109,10 @@ def measure_big_file(report: Report, folder: Path, size_gb: float) -> None:
 class RunningInitiator:
     """``billing initiator`` on a free port, in its own process, with its own data folder."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+        """``env``: more ``BILLING_*`` variables (a storage connection string, say)."""
         self._data_dir = data_dir
+        self._env = env or {}
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> tuple[str, psutil.Process]:
@@ -124,6 +126,7 @@ class RunningInitiator:
             "BILLING_PORT": str(port),
             "BILLING_LOG_LEVEL": "WARNING",
             "BILLING_DUPLICATE_BODY_WINDOW_SECONDS": "0",  # the same file, round after round
+            **self._env,
         }
         billing = Path(sys.executable).with_name("billing")
         log = (self._data_dir.parent / "initiator.log").open("wb")

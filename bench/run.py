@@ -25,6 +25,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: name → what it measures, in the order they run
 BENCHMARKS: dict[str, str] = {
     "intake": "intake throughput vs a plain csv parse; initiator peak RSS on a large batch",
+    "upload": "a 1 GB file by upload to storage vs as a POST body: time, initiator peak RSS",
     "scaling": "items/s by dequeue threads per process: justifies BILLING_SCALING_RULE",
     "idle": "storage requests per idle hour per processor instance, four ways",
     "trigger_latency": "batch accepted → first work item dequeued, trigger vs polling",

@@ -66,6 +66,8 @@ var builtInRoles = {
 var grants = {
   initiator: {
     storage: [
+      // Also what an upload grant needs (docs/uploads.md): the user delegation key its SAS
+      // is signed with, and write on the incoming container, which a SAS cannot exceed.
       builtInRoles.storageBlobDataContributor
       builtInRoles.storageQueueDataMessageSender
       builtInRoles.storageQueueDataReader // the dashboard's queue depths

@@ -38,9 +38,11 @@ from initiator.routes import (
     live,
     metrics,
     pricebook,
+    uploads,
 )
 from initiator.static_assets import AssetFiles
 from initiator.storage_health import StorageSuccesses
+from initiator.uploads import local_route
 from shared import meter
 from shared.bus.ports import TriggerBus
 from shared.outage import OutageClock
@@ -101,6 +103,9 @@ def create_app(
     register_error_handlers(app)
     app.include_router(health.router)
     app.include_router(batches.router)
+    app.include_router(uploads.router)
+    # Authorised by each grant's signature, not the API key: its holder has none.
+    app.include_router(local_route.router)
     app.include_router(invoices.router)
     app.include_router(pricebook.router)
     app.include_router(control.router)

@@ -19,6 +19,8 @@ from sqlalchemy import Engine
 from initiator.acceptance import BatchAcceptance
 from initiator.intake_helpers import helper_count, shared_helpers
 from initiator.publishing import FaultHook, OrphanSweeper, Publisher, sweep_orphans
+from initiator.uploads.service import Uploads
+from initiator.uploads.sweep import sweep_uploads
 from shared.bus import open_bus
 from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecords
@@ -48,6 +50,7 @@ class Services:
     invoices: InvoiceReader = field(repr=False)
     warehouse: Engine = field(repr=False)
     sweeper: OrphanSweeper = field(repr=False)
+    uploads: Uploads = field(repr=False)
     #: False when storage and bus were handed in (all-in-one mode): their owner closes them
     owns_connections: bool = True
 
@@ -93,17 +96,19 @@ def open_services(
         helpers.start()
     # Read-only: connects on first use only, and never takes SQLite's write lock.
     warehouse = make_engine(settings.resolved_warehouse_url, read_only=True)
+    acceptance = BatchAcceptance(publisher, pricebooks, settings, helpers=helpers)
     return Services(
         settings=settings,
         storage=storage,
         bus=bus,
         pricebooks=pricebooks,
         records=publisher.records,
-        acceptance=BatchAcceptance(publisher, pricebooks, settings, helpers=helpers),
+        acceptance=acceptance,
         publisher=publisher,
         invoices=InvoiceReader(warehouse),
         warehouse=warehouse,
         sweeper=sweeper,
+        uploads=Uploads.open(storage, settings, acceptance),
         owns_connections=connections is None,
     )
 
@@ -113,7 +118,7 @@ def sweep_at_start(storage: StorageAccount, settings: Settings) -> None:
     storage throttling, say) is left to the sweeper's next round, not a reason to stop."""
     try:
         retry_transient(
-            lambda: sweep_orphans(storage, settings),
+            lambda: (sweep_orphans(storage, settings), sweep_uploads(storage, settings)),
             what="the orphan sweep at start",
             pause=settings.storage_retry_backoff_seconds,
         )

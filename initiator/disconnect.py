@@ -13,18 +13,26 @@ batch whose commit has begun is not stopped.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import anyio
 from starlette.types import Receive
 
-from initiator.body import BlockingBody
-
 T = TypeVar("T")
 
 
+class Watched(Protocol):
+    """A body the watcher tells of a hang-up (:class:`~initiator.body.BlockingBody`, or an
+    upload's :class:`~initiator.uploads.blob_body.BlobBody`)."""
+
+    @property
+    def received_whole(self) -> anyio.Event: ...
+
+    def client_gone(self) -> None: ...
+
+
 async def unless_client_leaves(
-    receive: Receive, body: BlockingBody, work: Callable[[], Awaitable[T]]
+    receive: Receive, body: Watched, work: Callable[[], Awaitable[T]]
 ) -> T:
     """Run ``work`` while watching for the client's hang-up once ``body`` is read whole."""
 

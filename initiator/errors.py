@@ -31,6 +31,8 @@ from initiator.intake.problems import Problem
 from initiator.intake_slots import RETRY_AFTER_SECONDS, IntakesBusyError
 from initiator.publishing import IntakeOutcomeUnknownError
 from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails
+from initiator.uploads.intake import UploadMissingError
+from initiator.uploads.ledger import UploadUnknownError, UploadUsedError
 from shared.domain.pricebook_store import NoPricebookError
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,9 @@ PROBLEM_KINDS = (
     "no-pricebook",
     "outcome-unknown",
     "storage-unavailable",
+    "upload-missing",
+    "upload-unknown",
+    "upload-used",
     "warehouse-unavailable",
 )
 PROBLEM_TYPES = {kind: f"urn:billing:problem:{kind}" for kind in PROBLEM_KINDS}
@@ -135,6 +140,18 @@ async def _idempotency_in_progress(_request: Request, exc: Exception) -> JSONRes
         kind="idempotency-in-progress",
         headers={"Retry-After": "1"},
     )
+
+
+async def _upload_unknown(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(404, "No such upload", str(exc), kind="upload-unknown")
+
+
+async def _upload_used(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(409, "Upload used already", str(exc), kind="upload-used")
+
+
+async def _upload_missing(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(409, "Nothing uploaded yet", str(exc), kind="upload-missing")
 
 
 async def _no_pricebook(_request: Request, exc: Exception) -> JSONResponse:
@@ -236,6 +253,9 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(DuplicateBodyError, _duplicate_body)
     app.add_exception_handler(IdempotencyInProgressError, _idempotency_in_progress)
     app.add_exception_handler(NoPricebookError, _no_pricebook)
+    app.add_exception_handler(UploadUnknownError, _upload_unknown)
+    app.add_exception_handler(UploadUsedError, _upload_used)
+    app.add_exception_handler(UploadMissingError, _upload_missing)
     app.add_exception_handler(IntakeOutcomeUnknownError, _outcome_unknown)
     app.add_exception_handler(AzureError, _storage_unavailable)
     app.add_exception_handler(ClientDisconnect, _client_disconnected)

@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails
+from initiator.schemas import PROBLEM_MEDIA_TYPE, ProblemDetails, UploadReference
 
 PROBLEM_REF = f"#/components/schemas/{ProblemDetails.__name__}"
 _PROBLEM_CONTENT = {PROBLEM_MEDIA_TYPE: {"schema": {"$ref": PROBLEM_REF}}}
@@ -30,7 +30,8 @@ BATCH_FILE_BODY: dict[str, Any] = {
     "description": (
         "The batch file: CSV with a header row, or JSON Lines with the same field names "
         "(transaction_id, customer_id, sku, quantity, region, occurred_at); UTF-8. Gzip it "
-        "with Content-Encoding: gzip, or send the gzip file as application/gzip."
+        "with Content-Encoding: gzip, or send the gzip file as application/gzip. Or, as "
+        'application/json, {"upload": blob}: the file uploaded to a POST /uploads grant.'
     ),
     "content": {
         "text/csv": {"schema": _TEXT},
@@ -38,6 +39,8 @@ BATCH_FILE_BODY: dict[str, Any] = {
         "application/jsonl": {"schema": _TEXT},
         "application/gzip": {"schema": _BINARY},
         "application/octet-stream": {"schema": _BINARY},
+        # Not a batch file: a reference to one uploaded first (POST /uploads).
+        "application/json": {"schema": UploadReference.model_json_schema()},
     },
 }
 

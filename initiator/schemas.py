@@ -175,3 +175,30 @@ class ProblemDetails(BaseModel):
     problems_truncated: bool = Field(
         default=False, description="extension: true when more problems exist than are listed"
     )
+
+
+class UploadGrant(BaseModel):
+    """The answer to ``POST /uploads``: where to upload one batch file, until when."""
+
+    upload_url: str = Field(
+        description="write-only URL of one blob (a SAS URL on Azure storage; relative on the "
+        "embedded backend unless BILLING_PUBLIC_BASE_URL is set)"
+    )
+    blob: str = Field(description='the name to send to POST /batches as {"upload": blob}')
+    expires_at: datetime = Field(description="after this the URL writes nothing")
+
+
+class UploadReference(BaseModel):
+    """``POST /batches``'s body when the batch file was uploaded to storage first."""
+
+    model_config = {"extra": "forbid"}
+
+    upload: str = Field(
+        pattern=r"^[A-Za-z0-9_.-]{1,128}$", description="the blob of a POST /uploads grant"
+    )
+    content_type: str | None = Field(
+        default=None, description="the file's Content-Type (unset: sniffed, as for a body)"
+    )
+    content_encoding: str | None = Field(
+        default=None, description="gzip if the file is gzip (unset: sniffed)"
+    )

@@ -31,7 +31,12 @@ def queues_for(settings: Settings) -> list[str]:
 
 
 def containers_for(settings: Settings) -> list[str]:
-    return [settings.payload_container, settings.results_container, settings.control_container]
+    return [
+        settings.payload_container,
+        settings.results_container,
+        settings.control_container,
+        settings.upload_container,
+    ]
 
 
 def tables_for(settings: Settings) -> list[str]:

@@ -199,6 +199,27 @@ class Settings(BaseSettings):
         description="comma-separated priorities a processor takes (high, normal, low)",
         default_factory=lambda: list(PRIORITIES),
     )
+    #: Each block of an upload is refused past it; a client needing more asks again.
+    upload_expiry_seconds: float = setting(
+        1800.0,
+        tier="operate",
+        description="how long a POST /uploads grant (write-only SAS) lets the client write",
+        gt=0,
+    )
+    #: Longer than any grant, so that a blob still being written is never swept.
+    upload_orphan_age_seconds: float = setting(
+        21_600.0,
+        tier="operate",
+        description="an uploaded blob no batch took within this is swept, with its grant",
+        gt=0,
+    )
+    #: bench/upload.py measures both paths; docs/uploads.md gives the figures.
+    submit_via_upload_bytes: int = setting(
+        256 * 1024**2,
+        tier="operate",
+        description="billing submit uploads a file at least this large to storage first",
+        ge=0,
+    )
     startup_timeout_seconds: float = setting(
         300.0,
         tier="operate",
@@ -220,6 +241,9 @@ class Settings(BaseSettings):
     output_queue: str = setting("results", tier="tune", description="queue of chunk results")
     payload_container: str = setting(
         "payloads", tier="tune", description="blob container of chunk payloads"
+    )
+    upload_container: str = setting(
+        "incoming", tier="tune", description="blob container of batch files uploaded by senders"
     )
     results_container: str = setting(
         "results", tier="tune", description="blob container of chunk results"

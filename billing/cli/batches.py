@@ -10,15 +10,18 @@ from typing import Any
 
 import httpx
 import typer
+from rich.console import Console
 
 from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client
 from billing.cli.console import make_console
 from billing.cli.progress import counted, follow_batch, upload_progress
 from billing.cli.store import operations_store
+from billing.cli.uploader import forget, upload_file
 from billing.sample_batches import BatchFileFormat, write_batch_file
 from shared.domain.pricebook import PricebookError
 from shared.domain.pricebook_store import NoPricebookError, PricebookStore
 from shared.domain.priority import PRIORITIES
+from shared.settings import Settings
 
 UPLOAD_BLOCK_BYTES = 1024 * 1024
 _CONTENT_TYPES = {
@@ -60,22 +63,33 @@ def submit(
         help="Show the upload and the processing with progress bars, then the reconciliation; "
         "exit 1 unless the batch completes reconciled.",
     ),
+    via_upload: bool | None = typer.Option(
+        None,
+        "--via-upload/--via-body",
+        help="Upload the file to storage first, in parallel blocks that a rerun resumes, or "
+        "send it as the request body. Default: upload from BILLING_SUBMIT_VIA_UPLOAD_BYTES.",
+    ),
 ) -> None:
-    """Stream a batch file to the initiator and print the batch id."""
+    """Send a batch file to the initiator and print the batch id."""
     if priority not in PRIORITIES:
         raise typer.BadParameter(f"use one of {', '.join(PRIORITIES)}", param_hint="--priority")
     headers = _content_headers(file)  # the upload's own; the key goes on every request
     size = file.stat().st_size
-    headers["Content-Length"] = str(size)
+    if via_upload is None:
+        via_upload = size >= Settings().submit_via_upload_bytes
     if idempotency_key:
         headers["Idempotency-Key"] = idempotency_key
     console = make_console(stderr=True)
     with api_client(url, api_key, timeout=httpx.Timeout(30.0, read=None)) as client:
-        if wait:
-            with upload_progress(console) as bar:
-                response = _post(client, priority, counted(_blocks(file), bar, size), headers)
+        if via_upload:
+            response = _submit_upload(client, file, priority, headers, console if wait else None)
         else:
-            response = _post(client, priority, _blocks(file), headers)
+            headers["Content-Length"] = str(size)
+            if wait:
+                with upload_progress(console) as bar:
+                    response = _post(client, priority, counted(_blocks(file), bar, size), headers)
+            else:
+                response = _post(client, priority, _blocks(file), headers)
         body = _json(response)
         if response.status_code not in (200, 202):
             _print_rejection(response.status_code, body)
@@ -99,6 +113,35 @@ def _post(
     client: httpx.Client, priority: str, content: Iterator[bytes], headers: dict[str, str]
 ) -> httpx.Response:
     return client.post("/batches", params={"priority": priority}, content=content, headers=headers)
+
+
+def _submit_upload(
+    client: httpx.Client,
+    file: Path,
+    priority: str,
+    headers: dict[str, str],
+    console: Console | None,
+) -> httpx.Response:
+    """Upload the file to storage (resuming an earlier run), then ``POST /batches`` naming it."""
+    if console is None:
+        uploaded = upload_file(client, file)
+    else:
+        with upload_progress(console) as bar:
+            task = bar.add_task("upload", total=file.stat().st_size)
+            uploaded = upload_file(client, file, on_block=lambda size: bar.advance(task, size))
+    if uploaded.blocks_sent < uploaded.blocks:
+        kept = uploaded.blocks - uploaded.blocks_sent
+        sys.stderr.write(f"resumed: {kept} of {uploaded.blocks} blocks were uploaded before\n")
+    reference = {
+        "upload": uploaded.blob,
+        "content_type": headers["Content-Type"],
+        "content_encoding": headers.get("Content-Encoding"),
+    }
+    extra = {"Idempotency-Key": headers["Idempotency-Key"]} if "Idempotency-Key" in headers else {}
+    response = client.post("/batches", params={"priority": priority}, json=reference, headers=extra)
+    if response.status_code < 500:  # taken, or refused for good: the upload is spent
+        forget(file)
+    return response
 
 
 @pricebook_app.command("upload")

@@ -1,4 +1,5 @@
-// Storage: payload/result/control containers, work queues (priority x partition) with
+// Storage: payload/result/control containers, the incoming container of uploaded batch
+// files (docs/uploads.md), work queues (priority x partition) with
 // their poison queues, the output queue, and the tables. The names are Settings' defaults
 // (tests/infra/test_names.py checks them both ways); the roles do not create anything in
 // Azure (BILLING_PROVISION_RESOURCES=false), since their identities may not.
@@ -33,7 +34,7 @@ resource blobService 'Microsoft.Storage/storageAccounts/blobServices@2025-01-01'
 }
 
 resource containers 'Microsoft.Storage/storageAccounts/blobServices/containers@2025-01-01' = [
-  for c in [ 'payloads', 'results', 'control' ]: {
+  for c in [ 'payloads', 'results', 'control', 'incoming' ]: {
     parent: blobService
     name: c
     properties: { publicAccess: 'None' }

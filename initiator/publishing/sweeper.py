@@ -11,6 +11,7 @@ Every initiator sweeps at start and then every ``orphan_sweep_seconds`` while it
 (:class:`OrphanSweeper`); several replicas sweeping at once is safe, since each removal
 starts with an ETag-conditional write. A client retrying with the key of an orphan does not
 wait for the next sweep: the intake removes a stale orphan it finds on its key at once.
+Each round also removes stale uploads (:mod:`initiator.uploads.sweep`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from datetime import timedelta
 
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import abandon
+from initiator.uploads.sweep import sweep_uploads
 from shared.contracts.batch_records import BatchRecords, StoredBatch, utc_now
 from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
 from shared.settings import Settings
@@ -87,6 +89,7 @@ class OrphanSweeper:
         while not self._stop.wait(self._settings.orphan_sweep_seconds):
             try:
                 sweep_orphans(self._storage, self._settings)
+                sweep_uploads(self._storage, self._settings)
             except Exception:  # storage away: the next round tries again
                 log.warning(
                     "orphan sweep failed; next try in %.0f s",

@@ -16,6 +16,7 @@ to the queues.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Annotated, Any
 
@@ -23,21 +24,24 @@ import anyio.to_thread
 from fastapi import APIRouter, Depends, Header, Path, Query, Request, status
 from fastapi.responses import JSONResponse
 
-from initiator.acceptance import BatchRequest
+from initiator.acceptance import BatchRequest, Outcome
 from initiator.auth import require_api_key, sender_of
-from initiator.body import BlockingBody
+from initiator.body import DEFAULT_BLOCK_SIZE, BlockingBody
 from initiator.body_pace import BodyPace
 from initiator.callbacks import refuse_callback
 from initiator.dependencies import Services, get_services
-from initiator.disconnect import unless_client_leaves
+from initiator.disconnect import Watched, unless_client_leaves
 from initiator.errors import problem, too_large
 from initiator.idempotency import MAX_KEY_LENGTH
 from initiator.intake_slots import IntakeSlots
 from initiator.observability.readings import Readings
 from initiator.openapi import BATCH_FILE_BODY
 from initiator.schemas import BatchAccepted, BatchStatusView, ProblemDetails
+from initiator.uploads.blob_body import BlobBody
+from initiator.uploads.reference import names_an_upload, read_reference
 from shared.contracts.batch_records import BatchRecord
 from shared.domain.priority import Priority
+from shared.settings import Settings
 
 router = APIRouter(tags=["batches"], dependencies=[Depends(require_api_key)])
 
@@ -52,7 +56,7 @@ BATCH_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
     response_model=BatchAccepted,
     responses={
         200: {"model": BatchAccepted, "description": "The same batch again (Idempotency-Key)"},
-        **{code: {"model": ProblemDetails} for code in (400, 408, 409, 413, 415, 422, 503)},
+        **{code: {"model": ProblemDetails} for code in (400, 404, 408, 409, 413, 415, 422, 503)},
     },
     openapi_extra={"requestBody": BATCH_FILE_BODY},
 )
@@ -82,12 +86,33 @@ async def submit_batch(
     a duplicate ``transaction_id`` or an oversize body rejects the batch (a problem naming the
     lines and reasons) and leaves no trace. The same ``Idempotency-Key`` with the same body
     answers 200 with the batch already accepted; the same body without a key, within a day
-    of the first, answers 409 naming it unless ``allow_duplicate`` is set."""
+    of the first, answers 409 naming it unless ``allow_duplicate`` is set.
+
+    With ``Content-Type: application/json`` and ``{"upload": blob}``, the file is the blob
+    uploaded to a ``POST /uploads`` grant, taken through the same intake; the blob is
+    deleted once the batch is accepted or rejected, and an upload makes one batch only
+    (404: never granted; 409: not uploaded yet, or used already)."""
     settings = services.settings
     if callback is not None:
         refused = await anyio.to_thread.run_sync(refuse_callback, callback, settings)
         if refused is not None:
             return refused  # before reading a byte
+    if names_an_upload(request.headers.get("content-type")):
+        reference = await read_reference(request)
+        # Blocks of the size the body is read in: the intake after is then the same.
+        blocks = services.uploads.container.read_blocks(reference.upload, DEFAULT_BLOCK_SIZE)
+        upload = BlobBody(blocks, limit=settings.max_body_bytes)
+        batch = BatchRequest(
+            priority=priority,
+            content_type=reference.content_type,
+            content_encoding=reference.content_encoding,
+            idempotency_key=idempotency_key,
+            checkpoint=upload.checkpoint,
+            callback=callback,
+            allow_duplicate=allow_duplicate,
+        )
+        accept = partial(services.uploads.intake.accept, reference.upload, upload, batch)
+        return await _take(request, upload, accept)
     limit = settings.max_body_bytes
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
@@ -106,8 +131,13 @@ async def submit_batch(
         callback=callback,
         allow_duplicate=allow_duplicate,
     )
+    return await _take(request, body, partial(services.acceptance.accept, body, batch))
+
+
+async def _take(request: Request, body: Watched, accept: Callable[[], Outcome]) -> JSONResponse:
+    """Run the intake in a worker thread of the intakes' pool, and answer with its outcome."""
+    settings: Settings = request.app.state.services.settings
     slots: IntakeSlots = request.app.state.intake_slots
-    accept = partial(services.acceptance.accept, body, batch)
     with slots.claim(sender_of(request)):
         outcome = await unless_client_leaves(
             request.receive,

@@ -11,13 +11,15 @@ before sending anything (message size, batch size) come first here too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from shared.faults.retrying import RetryingInjector
 from shared.storage import queue_rules
 from shared.storage.ports import (
     MAX_MESSAGES_PER_RECEIVE,
+    READ_BLOCK_BYTES,
     Blob,
     BlobContainer,
     BlobProperties,
@@ -111,6 +113,21 @@ class FaultyBlobContainer:
 
     def head(self, blob: str) -> BlobProperties:
         return self._faults.call("blob.head", lambda: self._inner.head(blob))
+
+    def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
+        # one draw for the opening read, as the Azure client's first ranged GET
+        def opened() -> Iterator[bytes]:
+            blocks = self._inner.read_blocks(blob, block_size)
+            first = next(blocks, None)  # the read starts here: a missing blob raises now
+            return iter(()) if first is None else chain([first], blocks)
+
+        return self._faults.call("blob.get", opened)
+
+    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
+        self._faults.call("blob.put", lambda: self._inner.stage_block(blob, block_id, data))
+
+    def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
+        return self._faults.call("blob.put", lambda: self._inner.commit_blocks(blob, block_ids))
 
     def list(self, prefix: str = "") -> Iterator[BlobProperties]:
         # one draw per listing (one page: test deployments hold few blobs)

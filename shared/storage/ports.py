@@ -9,7 +9,7 @@ so callers write one ``except`` whatever the backend. One contract suite
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,6 +18,8 @@ from typing import Any, Protocol
 MAX_QUEUE_MESSAGE_BYTES = 64 * 1024
 #: Azure Storage returns at most 32 messages per receive.
 MAX_MESSAGES_PER_RECEIVE = 32
+#: What :meth:`BlobContainer.read_blocks` yields at a time: the SDK's own download chunk.
+READ_BLOCK_BYTES = 4 * 1024 * 1024
 
 
 class MessageTooLargeError(ValueError):
@@ -120,6 +122,24 @@ class BlobContainer(Protocol):
         ...
 
     def head(self, blob: str) -> BlobProperties: ...
+
+    def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
+        """Read a blob as a stream of blocks of at most ``block_size`` bytes, never whole;
+        ``ResourceNotFoundError`` (on the first block) if absent."""
+        ...
+
+    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
+        """Stage one block of a blob to be (``Put Block``); staging the same id again
+        replaces it. Nothing is readable before :meth:`commit_blocks`. Ids are
+        as the SDK takes them (base64 on the wire)."""
+        ...
+
+    def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
+        """Write the blob as the staged blocks in this order (``Put Block List``); the
+        staged blocks are then gone. An id not staged: ``HttpResponseError`` (400). (Azure
+        would also take ids of the blob's committed blocks; no caller needs that, and the
+        embedded backend does not keep them.)"""
+        ...
 
     def list(self, prefix: str = "") -> Iterator[BlobProperties]: ...
 

@@ -18,8 +18,10 @@ from typer.testing import CliRunner
 from billing.cli.app import app as cli
 from initiator.app import create_app
 from initiator.intake import parse_batch
+from initiator.uploads.ledger import UploadEntry, UploadLedger, UploadState
 from shared.domain.pricebook import sample_pricebook
 from shared.settings import Settings
+from shared.storage import open_storage
 from tests.api.batch_files import csv_file, row, rows
 from tests.api.conftest import SettingsFactory
 from tests.api.harness import API_KEY
@@ -204,3 +206,61 @@ def test_cost_with_a_wrong_key_says_what_answered(server: str) -> None:
     assert result.exit_code == 1  # reached, and refused
     assert "/dashboard/live answered 401" in result.output
     assert "pass --api-key or set BILLING_API_KEY" in result.output
+
+
+def _uploads(settings: Settings) -> list[UploadEntry]:
+    storage = open_storage(settings)
+    try:
+        return UploadLedger(storage.table(settings.batches_table)).all()
+    finally:
+        storage.close()
+
+
+def test_submit_via_upload_prints_the_batch_id(
+    server: str, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "batch.csv.gz"
+    path.write_bytes(gzip.compress(csv_file(rows(30))))
+
+    result = runner.invoke(
+        cli, ["submit", str(path), "--via-upload", "--url", server, "--api-key", API_KEY]
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "30 transactions" in result.stderr
+    [upload] = _uploads(settings)
+    assert (upload.state, upload.batch_id) == (UploadState.ACCEPTED, result.stdout.strip())
+
+
+def test_submit_uploads_a_file_from_the_threshold_up(
+    server: str, settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    small, large = tmp_path / "small.csv", tmp_path / "large.csv"
+    small.write_bytes(csv_file(rows(3)))
+    large.write_bytes(csv_file(rows(4)))
+    monkeypatch.setenv("BILLING_SUBMIT_VIA_UPLOAD_BYTES", str(large.stat().st_size))
+
+    for path in (small, large):
+        submitted = runner.invoke(cli, ["submit", str(path), "--url", server, "--api-key", API_KEY])
+        assert submitted.exit_code == 0, submitted.output
+
+    [upload] = _uploads(settings)  # the small file went as the body
+    assert upload.state is UploadState.ACCEPTED
+
+
+def test_submit_via_upload_shows_the_problems_of_a_rejected_file(
+    server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    path = tmp_path / "bad.csv"
+    path.write_bytes(csv_file([row(0), row(1, quantity="0")]))
+
+    result = runner.invoke(
+        cli, ["submit", str(path), "--via-upload", "--url", server, "--api-key", API_KEY]
+    )
+
+    assert result.exit_code == 1
+    assert "rejected (422)" in result.stderr
+    assert "line 3 [quantity]" in result.stderr

@@ -32,12 +32,23 @@ WRONG_KEY = {"Authorization": "Bearer not-a-key"}
 DOCUMENT = create_app(Settings(_env_file=None, api_keys=[API_KEY])).openapi()  # type: ignore[call-arg]
 # A batch file the schema allows (any text) is still refused for what it holds: a bad line,
 # an unknown SKU, a duplicate id. No schema can say "a valid batch", so for this operation
-# the content rejections count as an acceptable answer to schema-valid data.
+# the content rejections count as an acceptable answer to schema-valid data; likewise an
+# upload reference (application/json) naming a blob no grant made (404) or nothing uploaded
+# to yet (409). The upload route's grants are signatures no schema can make: any valid
+# request without one is refused (403).
 CONFIG_TEXT = """
 [[operations]]
 include-path = "/batches"
 include-method = "POST"
-checks.positive_data_acceptance.expected-statuses = ["2xx", "400", "401", "413", "415", "422"]
+checks.positive_data_acceptance.expected-statuses = [
+    "2xx", "400", "401", "404", "409", "413", "415", "422"
+]
+"""
+CONFIG_TEXT += """
+[[operations]]
+include-path = "/uploads/{container}/{blob}"
+include-method = "PUT"
+checks.positive_data_acceptance.expected-statuses = ["403", "404"]
 """
 CONFIG = schemathesis.Config.from_str(CONFIG_TEXT)
 schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)

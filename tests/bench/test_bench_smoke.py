@@ -32,6 +32,7 @@ PROMISED: dict[str, set[str]] = {
         "naive_over_backoff",
         "naive_over_trigger",
     },
+    "upload": {"upload_to_body_ratio", "body_peak_rss_mb", "upload_peak_rss_mb"},
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
     "end_to_end": {
         "end_to_end.transactions_per_second",

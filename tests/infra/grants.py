@@ -32,24 +32,31 @@ class BuiltInRole:
     id: str
     name: str
     data_actions: tuple[str, ...]
+    #: The control-plane actions a data client needs (a user delegation key); most: none.
+    actions: tuple[str, ...] = ()
 
     def allows(self, action: str) -> bool:
-        return any(fnmatch.fnmatchcase(action, pattern) for pattern in self.data_actions)
+        patterns = (*self.data_actions, *self.actions)
+        return any(fnmatch.fnmatchcase(action, pattern) for pattern in patterns)
 
     def narrower_than(self, other: BuiltInRole) -> bool:
         """Whether everything this role allows, ``other`` allows, and not the reverse."""
 
         def covers(wide: BuiltInRole, narrow: BuiltInRole) -> bool:
-            return all(wide.allows(action) for action in narrow.data_actions)
+            return all(wide.allows(action) for action in (*narrow.data_actions, *narrow.actions))
 
-        return bool(self.data_actions) and covers(other, self) and not covers(self, other)
+        granted = self.data_actions or self.actions
+        return bool(granted) and covers(other, self) and not covers(self, other)
 
 
 @cache
 def builtin_roles() -> dict[str, BuiltInRole]:
     table = json.loads((TYPES_DIR / "builtin-roles.json").read_text(encoding="utf-8"))
     return {
-        r["id"]: BuiltInRole(r["id"], r["name"], tuple(r["dataActions"])) for r in table["roles"]
+        r["id"]: BuiltInRole(
+            r["id"], r["name"], tuple(r["dataActions"]), tuple(r.get("actions", ()))
+        )
+        for r in table["roles"]
     }
 
 

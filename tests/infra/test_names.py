@@ -131,10 +131,12 @@ def test_subscriptions_and_their_rules_are_what_the_roles_open() -> None:
 def test_a_name_missing_from_bicep_or_from_the_code_fails() -> None:
     path = INFRA_DIR / "modules" / "storage.bicep"
     source = path.read_text(encoding="utf-8")
-    old = "[ 'payloads', 'results', 'control' ]"
+    old = "[ 'payloads', 'results', 'control', 'incoming' ]"
     assert old in source
-    fewer = BicepFile.parse(path, source.replace(old, "[ 'payloads', 'results' ]"))
-    more = BicepFile.parse(path, source.replace(old, "[ 'payloads', 'results', 'control', 'x' ]"))
+    fewer = BicepFile.parse(path, source.replace(old, "[ 'payloads', 'results', 'control' ]"))
+    more = BicepFile.parse(
+        path, source.replace(old, "[ 'payloads', 'results', 'control', 'incoming', 'x' ]")
+    )
     resource = "Microsoft.Storage/storageAccounts/blobServices/containers"
     for file in (fewer, more):
         declared = {i["name"] for i in instances(file, resource, {"partitions": 4})}

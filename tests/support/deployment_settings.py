@@ -44,6 +44,7 @@ def resource_names() -> dict[str, str]:
         "payload_container": f"p{token}",
         "results_container": f"r{token}",
         "control_container": f"c{token}",
+        "upload_container": f"i{token}",
         "batches_table": f"batches{token}",
         "chunks_table": f"chunks{token}",
         "heartbeats_table": f"hb{token}",

@@ -16,13 +16,15 @@ survives any process crash, not a power cut.
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import secrets
+import shutil
 import sqlite3
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from azure.core.exceptions import (
     ResourceExistsError,
@@ -39,7 +41,7 @@ from shared.storage.embedded.names import (
     validate_blob_name,
     validate_container_name,
 )
-from shared.storage.ports import Blob, BlobProperties
+from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS containers (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
@@ -53,7 +55,21 @@ CREATE TABLE IF NOT EXISTS blobs (
     file TEXT NOT NULL,
     PRIMARY KEY (container, name)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS staged_blocks (
+    container TEXT NOT NULL,
+    blob TEXT NOT NULL,
+    block_id TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    file TEXT NOT NULL,
+    PRIMARY KEY (container, blob, block_id)
+) WITHOUT ROWID;
 """
+
+#: Azure's limits on a block blob's blocks: 4,000 MiB each, 50,000 per blob, ids of at
+#: most 64 bytes, all of one length.
+MAX_BLOCK_BYTES = 4000 * 1024 * 1024
+MAX_BLOCKS = 50_000
+MAX_BLOCK_ID_BYTES = 64
 
 #: Azure lists blobs 5,000 to a page: one billed request each.
 LIST_PAGE_SIZE = 5000
@@ -61,6 +77,8 @@ _COLUMNS = "name, etag, size, last_modified, metadata"
 # A reader retries when a writer replaced the file it was about to open; losing that race
 # this many times in a row means the folder was tampered with.
 _READ_ATTEMPTS = 100
+#: What a commit copies at a time from the staged blocks into the blob's file.
+COPY_BYTES = 1024 * 1024
 
 
 class EmbeddedBlobContainer:
@@ -132,6 +150,78 @@ class EmbeddedBlobContainer:
         meter.record("blob", "head")
         return _properties(self._row(blob))
 
+    def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
+        # One GET, as Azure's first ranged read; the open file stays readable even if a
+        # writer replaces the blob meanwhile (its old file is unlinked, not truncated).
+        meter.record("blob", "get")
+        source = self._open(blob)
+        with source:
+            while block := source.read(block_size):
+                yield block
+
+    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
+        meter.record("blob", "put")
+        validate_blob_name(blob)
+        _check_block(block_id, len(data))
+        file = self._write_file(data)
+        replaced: str | None = None
+        try:
+            with self._db.transaction() as conn:
+                self._require_container(conn)
+                _check_block_id_length(conn, self._name, blob, block_id)
+                row = conn.execute(
+                    "SELECT file FROM staged_blocks WHERE container = ? AND blob = ? "
+                    "AND block_id = ?",
+                    (self._name, blob, block_id),
+                ).fetchone()
+                replaced = None if row is None else row[0]
+                conn.execute(
+                    "INSERT OR REPLACE INTO staged_blocks VALUES (?, ?, ?, ?, ?)",
+                    (self._name, blob, block_id, len(data), file),
+                )
+        except BaseException:
+            (self._files / file).unlink(missing_ok=True)
+            raise
+        if replaced is not None:
+            (self._files / replaced).unlink(missing_ok=True)
+
+    def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
+        meter.record("blob", "put")
+        validate_blob_name(blob)
+        if len(block_ids) > MAX_BLOCKS:
+            raise bad_request("InvalidBlockList", f"more than {MAX_BLOCKS:,} blocks")
+        staged = self._staged_files(blob)
+        missing = [block_id for block_id in block_ids if block_id not in staged]
+        if missing:
+            raise bad_request("InvalidBlockList", f"blocks never staged: {missing[:5]}")
+        # Concatenated into the blob's new file outside the lock, block by block: a 1 GB
+        # blob is copied, never held.
+        file = secrets.token_hex(16)
+        with open(self._files / file, "xb") as out:
+            for block_id in block_ids:
+                with open(self._files / staged[block_id], "rb") as part:
+                    shutil.copyfileobj(part, out, COPY_BYTES)
+            size = out.tell()
+        etag, modified = new_etag(), math.floor(now())
+        try:
+            with self._db.transaction() as conn:
+                self._require_container(conn)
+                current = conn.execute(
+                    "SELECT file FROM blobs WHERE container = ? AND name = ?",
+                    (self._name, blob),
+                ).fetchone()
+                conn.execute(
+                    "INSERT OR REPLACE INTO blobs VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (self._name, blob, etag, size, modified, "{}", file),
+                )
+                leftovers = self._drop_staged(conn, blob)
+        except BaseException:
+            (self._files / file).unlink(missing_ok=True)
+            raise
+        for name in [*leftovers, *([] if current is None else [current[0]])]:
+            (self._files / name).unlink(missing_ok=True)
+        return BlobProperties(blob, etag, size, utc_from_timestamp(modified), {})
+
     def list(self, prefix: str = "") -> Iterator[BlobProperties]:
         """Blobs whose names start with ``prefix``, sorted by name, read a page at a time."""
         conn = self._db.connection()
@@ -163,7 +253,40 @@ class EmbeddedBlobContainer:
             if current is None:
                 return
             conn.execute("DELETE FROM blobs WHERE container = ? AND name = ?", (self._name, blob))
-        (self._files / current[1]).unlink(missing_ok=True)
+            # Its uncommitted blocks go too: nothing else would ever remove them.
+            leftovers = self._drop_staged(conn, blob)
+        for name in [current[1], *leftovers]:
+            (self._files / name).unlink(missing_ok=True)
+
+    def _staged_files(self, blob: str) -> dict[str, str]:
+        rows = (
+            self._db.connection()
+            .execute(
+                "SELECT block_id, file FROM staged_blocks WHERE container = ? AND blob = ?",
+                (self._name, blob),
+            )
+            .fetchall()
+        )
+        return dict(rows)
+
+    def _drop_staged(self, conn: sqlite3.Connection, blob: str) -> builtins.list[str]:
+        """Forget the blob's staged blocks (in ``conn``'s transaction); their files."""
+        rows = conn.execute(
+            "SELECT file FROM staged_blocks WHERE container = ? AND blob = ?", (self._name, blob)
+        ).fetchall()
+        conn.execute(
+            "DELETE FROM staged_blocks WHERE container = ? AND blob = ?", (self._name, blob)
+        )
+        return [file for (file,) in rows]
+
+    def _open(self, blob: str) -> BinaryIO:
+        for _ in range(_READ_ATTEMPTS):
+            row = self._row(blob, extra=", file")
+            try:
+                return open(self._files / row[-1], "rb")
+            except FileNotFoundError:
+                continue  # replaced or deleted between the row and the open: read again
+        raise ResourceNotFoundError(f"blob {blob!r}: its file keeps vanishing under the reader")
 
     def _row(self, blob: str, extra: str = "") -> tuple[Any, ...]:
         conn = self._db.connection()
@@ -190,6 +313,25 @@ class EmbeddedBlobContainer:
             raise ResourceNotFoundError(
                 f"ContainerNotFound: the container {self._name!r} does not exist"
             )
+
+
+def _check_block(block_id: str, size: int) -> None:
+    if not block_id or len(block_id.encode()) > MAX_BLOCK_ID_BYTES:
+        raise bad_request("InvalidQueryParameterValue", f"invalid block id {block_id!r}")
+    if size > MAX_BLOCK_BYTES:
+        raise bad_request("RequestBodyTooLarge", f"a block of {size:,} bytes is too large")
+
+
+def _check_block_id_length(
+    conn: sqlite3.Connection, container: str, blob: str, block_id: str
+) -> None:
+    """Azure's rule: every block id of a blob has the same length."""
+    other = conn.execute(
+        "SELECT block_id FROM staged_blocks WHERE container = ? AND blob = ? LIMIT 1",
+        (container, blob),
+    ).fetchone()
+    if other is not None and len(other[0]) != len(block_id):
+        raise bad_request("InvalidBlobOrBlock", "block ids of one blob must have one length")
 
 
 def _check_put_conditions(
