@@ -68,14 +68,15 @@ def test_same_seed_same_bytes_and_shape_axes_hold() -> None:
     assert {row[4] for row in rows} == {"R1", "R2", "R3"}
     book = load_pricebook(pricebook_document(shape))
     tiered = [code for code in book.skus if book.skus[code].tiers]
-    assert len(book.skus) == 50 and len(tiered) == 30
+    assert len(book.skus) == 50
+    assert len(tiered) == 30
     # Both tiers and the undiscounted price are reached on tiered SKUs.
     reached = Counter(
         len([t for t in book.skus[row[2]].tiers if t.min_quantity <= int(row[3])])
         for row in rows
         if book.skus[row[2]].tiers
     )
-    assert reached[0] and reached[1] and reached[2]
+    assert min(reached[0], reached[1], reached[2]) > 0
 
 
 def test_resized_scales_customers_but_keeps_the_demo_floor() -> None:
