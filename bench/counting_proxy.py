@@ -130,7 +130,9 @@ async def _relay(
     except OSError:
         client_writer.close()
         return
-    upstream = asyncio.create_task(_requests(client_reader, server_writer, service, counts, latency))
+    upstream = asyncio.create_task(
+        _requests(client_reader, server_writer, service, counts, latency)
+    )
     downstream = asyncio.create_task(_pipe(server_reader, client_writer))
     await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
     for task in (upstream, downstream):

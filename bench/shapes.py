@@ -37,7 +37,10 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 from typing import Literal
+
+from billing.demo.scenario import BatchUpload
 
 Spelling = Literal["Z", "+00:00", "+05:30", "fraction"]
 SPELLINGS: tuple[Spelling, ...] = ("Z", "+00:00", "+05:30", "fraction")
@@ -243,3 +246,35 @@ def batch_rows(shape: Shape, body: bytes) -> Iterator[list[str]]:
     for line in lines:
         record = json.loads(line)
         yield [str(record[field]) for field in fields]
+
+
+@dataclass(frozen=True)
+class ShapedBatch:
+    """A shape's batch file and pricebook written to a folder, for both systems to read."""
+
+    shape: Shape
+    path: Path
+    pricebook: Path
+
+    @classmethod
+    def write(cls, shape: Shape, folder: Path, *, seed: int = 7) -> ShapedBatch:
+        path = folder / f"{shape.name}{shape.suffix}"
+        path.write_bytes(batch_body(shape, seed=seed))
+        pricebook = folder / f"{shape.name}-pricebook.json"
+        pricebook.write_bytes(pricebook_document(shape, seed=seed))
+        return cls(shape, path, pricebook)
+
+    @property
+    def upload(self) -> BatchUpload:
+        """What :func:`billing.demo.scenario.run_demo` POSTs, with the pricebook made current."""
+        return BatchUpload(
+            self.path,
+            self.shape.content_type,
+            self.shape.content_encoding,
+            self.pricebook,
+            allow_duplicate=True,  # each round and latency sends the same file again
+        )
+
+    def rows(self) -> Iterator[list[str]]:
+        """The rows as a plain Celery producer reads them (see :func:`batch_rows`)."""
+        return batch_rows(self.shape, self.path.read_bytes())

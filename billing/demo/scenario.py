@@ -10,12 +10,15 @@ throughput, and how many storage requests the run cost per 1,000 transactions.
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -42,6 +45,8 @@ class DemoResult:
     status_polls: int = 0  # GET /batches/{id} while waiting, each a batch-record read
     intake_seconds: float = 0.0  # of ``seconds``: POST until its 202 (validated, queued)
     intake_cpu_seconds: float = 0.0  # the initiator process's CPU time over that span
+    #: Each role's CPU time (its processes and their children) from the POST to the close.
+    role_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def reconciled(self) -> bool:
@@ -71,6 +76,32 @@ def _backend_env(
         yield {**env, "BILLING_STORAGE_CONNECTION_STRING": info.connection_string}
     finally:
         server.close()
+
+
+@dataclass(frozen=True)
+class BatchUpload:
+    """A batch file of the caller's for :func:`run_demo`, and the pricebook it needs."""
+
+    path: Path
+    content_type: str = "text/csv"
+    content_encoding: str | None = None
+    pricebook: Path | None = None  # uploaded (made current) before the POST; None: the sample
+    allow_duplicate: bool = False  # a benchmark sends the same file again on purpose
+
+    def headers(self) -> dict[str, str]:
+        encoding = {"Content-Encoding": self.content_encoding} if self.content_encoding else {}
+        return {"Content-Type": self.content_type, **encoding}
+
+
+def _upload_pricebook(path: Path, client_environment: Mapping[str, str]) -> None:
+    """``billing pricebook upload`` against the running pipeline's store."""
+    subprocess.run(
+        [sys.executable, "-m", "billing.cli", "pricebook", "upload", str(path)],
+        env={**os.environ, **client_environment},
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @dataclass(frozen=True)
@@ -162,6 +193,7 @@ def run_demo(
     storage_connection_string: str | None = None,
     environment: Mapping[str, str] | None = None,
     on_environment: Callable[[Path, Mapping[str, str]], None] | None = None,
+    batch: BatchUpload | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
@@ -173,7 +205,8 @@ def run_demo(
     ``environment`` adds variables (``BILLING_*`` settings) for every role.
     ``on_environment(folder, variables)`` is told, with ``on_ready``, the variables that
     point the ``billing`` commands at this run (``BILLING_URL``, ``BILLING_API_KEY``, its
-    store) and the run's folder."""
+    store) and the run's folder. ``batch`` replaces the demo's generated batch (and the
+    sample pricebook) with a file of the caller's; ``transactions`` must be its count."""
     with _running_pipeline(
         processes=processes,
         backend=backend,
@@ -182,18 +215,23 @@ def run_demo(
         environment=environment,
     ) as pipeline:
         root, cluster, client = pipeline.root, pipeline.cluster, pipeline.client
+        if batch is None:
+            batch = BatchUpload(root / "batch.csv")
+            write_batch_file(batch.path, transactions, customers=500, seed=7, file_format="csv")
+        elif batch.pricebook is not None:
+            _upload_pricebook(batch.pricebook, pipeline.client_environment())
         if on_ready is not None:
             on_ready(pipeline.base_url, pipeline.api_key)
         if on_environment is not None:
             on_environment(root, pipeline.client_environment())
-        batch_file = root / "batch.csv"
-        write_batch_file(batch_file, transactions, customers=500, seed=7, file_format="csv")
-        cpu_before, started = cluster.cpu_seconds("initiator"), RunStart.now()
-        batch_id = _submit(client, batch_file)
+        roles_before = {role: cluster.cpu_seconds(role) for role in cluster.processes}
+        cpu_before, started = roles_before["initiator"], RunStart.now()
+        batch_id = _submit(client, batch.path, batch.headers(), batch.allow_duplicate)
         intake_seconds = started.elapsed()
         intake_cpu_seconds = cluster.cpu_seconds("initiator") - cpu_before
         status, polls = _wait_until_done(client, cluster, batch_id, timeout)
         seconds = seconds_to_close(started, [status])
+        role_cpu = {role: cluster.cpu_seconds(role) - roles_before[role] for role in roles_before}
         invoices = _top_invoices(client, batch_id)
         if linger is not None:
             linger()
@@ -208,6 +246,7 @@ def run_demo(
             status_polls=polls,
             intake_seconds=intake_seconds,
             intake_cpu_seconds=intake_cpu_seconds,
+            role_cpu_seconds=role_cpu,
         )
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
@@ -287,9 +326,20 @@ def seconds_to_close(started: RunStart, statuses: list[dict[str, Any]]) -> float
     return max(last - started.wall, 0.0)
 
 
-def _submit(client: httpx.Client, batch_file: Path) -> str:
+def _submit(
+    client: httpx.Client,
+    batch_file: Path,
+    headers: Mapping[str, str] | None = None,
+    allow_duplicate: bool = False,
+) -> str:
+    params = {"allow_duplicate": "true"} if allow_duplicate else {}
     with batch_file.open("rb") as body:
-        response = client.post("/batches", content=body, headers={"Content-Type": "text/csv"})
+        response = client.post(
+            "/batches",
+            content=body,
+            params=params,
+            headers=headers or {"Content-Type": "text/csv"},
+        )
     if response.status_code != 202:
         raise RuntimeError(f"the batch was refused: {response.status_code} {response.text}")
     batch_id: str = response.json()["batch_id"]
