@@ -16,7 +16,8 @@ tables of the same 16 columns and the same two unique keys (``order_id``;
 
 Configured from the environment, because Celery's worker imports this module itself
 (``celery -A bench.celery_app worker``): :data:`BROKER_ENV` is the broker URL,
-:data:`WAREHOUSE_ENV` the SQLite file (already migrated, holding the batch row).
+:data:`WAREHOUSE_ENV` the SQLite file (already migrated, holding the batch row),
+:data:`PRICEBOOK_ENV` the pricebook JSON to rate with (unset: the sample pricebook).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from functools import cache
+from pathlib import Path
 
 from celery import Celery
 from sqlalchemy import Engine
@@ -31,11 +33,12 @@ from sqlalchemy import Engine
 from bench.bare_pipeline import BATCH_ID
 from controller.charge_loader import COLUMNS, load_charges
 from processor.integer_rater import IntegerRater
-from shared.domain.pricebook import sample_pricebook
+from shared.domain.pricebook import load_pricebook, sample_pricebook
 from shared.warehouse import make_engine
 
 BROKER_ENV = "BENCH_CELERY_BROKER"
 WAREHOUSE_ENV = "BENCH_CELERY_WAREHOUSE"
+PRICEBOOK_ENV = "BENCH_CELERY_PRICEBOOK"
 QUEUE = "bench-celery"
 TABLES = ("production", "plain")
 PLAIN_TABLE = "plain_charges"
@@ -71,7 +74,8 @@ app.conf.update(
 
 @cache
 def _pricing() -> tuple[IntegerRater, str]:
-    book = sample_pricebook()
+    path = os.environ.get(PRICEBOOK_ENV)
+    book = load_pricebook(Path(path).read_bytes()) if path else sample_pricebook()
     return IntegerRater(book), book.currency
 
 

@@ -2,6 +2,11 @@
 
     python -m bench.celery_reference [--quick] [--transactions N] [--chunk-rows N]
                                      [--workers N] [--processes N]
+    python -m bench.celery_reference --matrix [--storage-latency-ms 0 10] [--shape NAME]...
+
+With ``--matrix``, ``--shape`` (and the shape overrides) or ``--storage-latency-ms`` it runs
+the shape matrix of :mod:`bench.matrix` instead: both systems on each generated shape, one
+line per shape and latency. Without them, as below.
 
 Needs the ``bench`` extra (``pip install -e ".[bench]"``: Celery 5 and kombu's Azure
 transport) and Azurite (``scripts/azurite.sh``). One Azurite (in memory) serves both runs,
@@ -34,6 +39,7 @@ request counts, which barely move, are the median round's.
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import itertools
@@ -44,8 +50,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -56,17 +62,24 @@ from bench.deployment import batch_file
 from bench.end_to_end import DEMO_CUSTOMERS, DEMO_SEED
 from bench.report import Cell, Report, base_parser
 from bench.run import REPO_ROOT
+from bench.shapes import ShapedBatch
 from billing.demo.scenario import run_demo, run_stream
 from billing.devtools.azurite import AzuriteInfo, AzuriteServer, azurite_dir, ensure_azurite
 from shared import meter
-from shared.domain.pricebook import sample_pricebook
+from shared.domain.pricebook import load_pricebook, sample_pricebook
 from shared.warehouse import make_engine, upgrade
+
+RowSource = Callable[[], Iterable[list[str]]]
+"""The batch's rows as CSV fields, read afresh on each call (inside the timed window)."""
 
 #: A plain Celery setup's chunk: the largest chunk whose rows fit one Azure queue message.
 CHUNK_ROWS = 860
 WORKER_READY_TIMEOUT = 60.0
 RUN_TIMEOUT = 600.0
 POLL_SAMPLES = 7
+#: Transactions per shape in a matrix run unless ``--transactions`` says otherwise: the
+#: twelve shapes, both systems, in minutes on two cores.
+MATRIX_TRANSACTIONS = 50_000
 #: One-row tasks each Celery run starts with, untimed: enough to reach every pool child.
 WARM_UP_TASKS = 8
 
@@ -80,6 +93,11 @@ class Run:
     seconds: float
     requests: dict[str, int]
     note: str = ""
+    #: This project's roles: CPU seconds per role over the run (empty for Celery).
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+
+    def cpu_us_per_transaction(self, role: str) -> float:
+        return self.cpu_seconds.get(role, 0.0) * 1e6 / self.transactions
 
     @property
     def throughput(self) -> float:
@@ -129,7 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ours-first", action="store_true", help="run this project first in the first round"
     )
+    from bench.matrix import add_shape_options, wants_shapes
+
+    add_shape_options(parser)
     args = parser.parse_args(argv)
+    if wants_shapes(args):
+        return run_shapes(args)
     transactions: int = args.transactions or (4_000 if args.quick else 200_000)
     rounds: int = args.rounds or (1 if args.quick else 3)
     stream_batches: int = (
@@ -166,6 +189,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def run_shapes(args: argparse.Namespace) -> int:
+    """``--matrix``, ``--shape`` or ``--storage-latency-ms``: the shape matrix, both systems."""
+    from bench.matrix import add_matrix, run_matrix, shapes_from
+
+    transactions: int = args.transactions or (2_000 if args.quick else MATRIX_TRANSACTIONS)
+    report = Report(benchmark="celery_reference", quick=args.quick)
+    runs = run_matrix(
+        shapes_from(args, transactions),
+        args.storage_latency_ms or [0.0],
+        rounds=args.rounds or 1,
+        processes=args.processes,
+        workers=args.workers,
+        chunk_rows=args.chunk_rows,
+    )
+    add_matrix(report, runs, backend="azurite")
+    report.emit(args.json)
+    return 0
+
+
 def run_round(
     proxy: CountingProxy,
     transactions: int,
@@ -188,19 +230,36 @@ def run_round(
     return Round(celery, celery_plain, *ours, stream, ours_first)
 
 
-def run_celery(proxy: CountingProxy, transactions: int, chunk_rows: int, workers: int) -> list[Run]:
-    """One Celery worker, one run per table of :data:`bench.celery_app.TABLES`."""
+def run_celery(
+    proxy: CountingProxy,
+    transactions: int,
+    chunk_rows: int,
+    workers: int,
+    *,
+    batch: ShapedBatch | None = None,
+    tables: Sequence[str] | None = None,
+) -> list[Run]:
+    """One Celery worker, one run per table of ``tables`` (default
+    :data:`bench.celery_app.TABLES`), on ``batch`` (default: the demo's)."""
     # Imported here: Celery is an optional extra, and the other benchmarks must not need it.
-    from bench.celery_app import BROKER_ENV, QUEUE, TABLES, WAREHOUSE_ENV, app
+    from bench.celery_app import BROKER_ENV, PRICEBOOK_ENV, QUEUE, TABLES, WAREHOUSE_ENV, app
 
     assert proxy.info is not None
     broker = broker_url(proxy.info)
-    data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
+    if batch is None:
+        data = batch_file(transactions, seed=DEMO_SEED, customers=DEMO_CUSTOMERS)
+        rows_of: RowSource = lambda: _csv_rows(data)  # noqa: E731
+        pricebook: dict[str, str] = {}
+        version = sample_pricebook().version_hash()
+    else:
+        rows_of = batch.rows
+        pricebook = {PRICEBOOK_ENV: str(batch.pricebook)}
+        version = load_pricebook(batch.pricebook.read_bytes()).version_hash()
     with tempfile.TemporaryDirectory(prefix="bench-celery-") as folder:
         warehouse = Path(folder) / "warehouse.sqlite3"
-        prepare_warehouse(warehouse)
+        prepare_warehouse(warehouse, version)
         log = Path(folder) / "worker.log"
-        env = {**os.environ, BROKER_ENV: broker, WAREHOUSE_ENV: str(warehouse)}
+        env = {**os.environ, BROKER_ENV: broker, WAREHOUSE_ENV: str(warehouse), **pricebook}
         command = [
             *(sys.executable, "-m", "celery", "-A", "bench.celery_app", "worker"),
             *("--pool", "prefork", "--concurrency", str(workers), "--queues", QUEUE),
@@ -214,8 +273,8 @@ def run_celery(proxy: CountingProxy, transactions: int, chunk_rows: int, workers
             wait_until_ready(worker, log)
             app.conf.broker_url = broker
             return [
-                _celery_run(proxy, table, data, transactions, chunk_rows, warehouse, worker)
-                for table in TABLES
+                _celery_run(proxy, table, rows_of, transactions, chunk_rows, warehouse, worker)
+                for table in (tables or TABLES)
             ]
         finally:
             worker.terminate()  # Celery's warm shutdown
@@ -229,7 +288,7 @@ def run_celery(proxy: CountingProxy, transactions: int, chunk_rows: int, workers
 def _celery_run(
     proxy: CountingProxy,
     table: str,
-    data: bytes,
+    rows_of: RowSource,
     transactions: int,
     chunk_rows: int,
     warehouse: Path,
@@ -240,7 +299,7 @@ def _celery_run(
     stored = PLAIN_TABLE if table == "plain" else "charges"
     # Warm up first, outside the timing: each pool child's first task pays its imports,
     # the rater and the database connection, which the project's roles paid at start-up.
-    first_row = next(csv.reader(io.StringIO(data.decode("utf-8").split("\n", 2)[1])))
+    first_row = next(iter(rows_of()))
     for n in range(WARM_UP_TASKS):
         warm_row = [f"warm-up-{n}", *first_row[1:]]
         load_chunk.apply_async(args=(table, -1, -1 - n, [warm_row]))
@@ -248,8 +307,7 @@ def _celery_run(
 
     before = proxy.snapshot()
     started = time.perf_counter()
-    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
-    next(reader)  # the header
+    reader = iter(rows_of())
     for chunk in itertools.count():
         rows = list(itertools.islice(reader, chunk_rows))
         if not rows:
@@ -267,7 +325,14 @@ def broker_url(info: AzuriteInfo) -> str:
     return f"azurestoragequeues://{info.key}@{info.endpoint(info.queue_port)}"
 
 
-def prepare_warehouse(path: Path) -> None:
+def _csv_rows(data: bytes) -> Iterator[list[str]]:
+    """The rows of a CSV batch file, read as a plain Celery producer reads them."""
+    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", newline=""))
+    next(reader)  # the header
+    yield from reader
+
+
+def prepare_warehouse(path: Path, pricebook_version: str) -> None:
     """The production schema, the batch row the charges refer to, and the plain table."""
     from bench.celery_app import create_plain_table
 
@@ -275,7 +340,7 @@ def prepare_warehouse(path: Path) -> None:
     upgrade(url)
     engine = make_engine(url)
     try:
-        insert_batch_row(engine, sample_pricebook().version_hash())
+        insert_batch_row(engine, pricebook_version)
     finally:
         engine.dispose()
     with sqlite3.connect(path) as connection:
@@ -313,7 +378,9 @@ def _tail(log: Path) -> str:
     return log.read_text(encoding="utf-8", errors="replace")[-2000:] if log.is_file() else ""
 
 
-def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[Run, Run]:
+def run_ours(
+    proxy: CountingProxy, transactions: int, processes: int, batch: ShapedBatch | None = None
+) -> tuple[Run, Run]:
     """The demo's run, counted whole and without its status polls.
 
     Each status poll costs what a ``GET /batches/{id}`` costs; that is measured at the end,
@@ -354,6 +421,7 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
         storage_connection_string=proxy.info.connection_string,
         on_ready=ready,
         linger=measure_a_poll,
+        batch=batch.upload if batch is not None else None,
     )
     if not demo.reconciled:
         raise RuntimeError(f"the demo batch did not reconcile: {demo.status}")
@@ -362,7 +430,7 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
     polls = {kind: n * demo.status_polls for kind, n in per_poll.items()}
     without = {kind: n - polls.get(kind, 0) for kind, n in whole.items()}
     return (
-        Run("this project", transactions, demo.seconds, whole),
+        Run("this project", transactions, demo.seconds, whole, cpu_seconds=demo.role_cpu_seconds),
         Run(
             "this project, status polls excluded",
             transactions,
@@ -370,6 +438,7 @@ def run_ours(proxy: CountingProxy, transactions: int, processes: int) -> tuple[R
             without,
             note=f"{demo.status_polls} polls x "
             + ", ".join(f"{kind} {n}" for kind, n in sorted(per_poll.items())),
+            cpu_seconds=demo.role_cpu_seconds,
         ),
     )
 

@@ -9,6 +9,12 @@ chunked framing) to count each HTTP request, named like :mod:`shared.meter` name
 
 It runs in its own process so that its work never competes for the GIL of whatever it
 measures; :meth:`CountingProxy.snapshot` asks it for the counts so far.
+
+``latency_ms`` holds every request that long before forwarding it, so that two systems
+measured behind one proxy see the same distance to storage: loopback Azurite answers in well
+under a millisecond, Azure Storage in several (docs/decisions/0040-storage-latency-at-the-proxy.md).
+Requests on different connections are held concurrently, as a network would; requests on one
+connection, one after the other, as HTTP/1.1 sends them.
 """
 
 from __future__ import annotations
@@ -30,12 +36,13 @@ _STOP, _SNAPSHOT = "stop", "snapshot"
 class CountingProxy:
     """Proxies each service of an Azurite; :attr:`info` is where clients should connect."""
 
-    def __init__(self, upstream: AzuriteInfo) -> None:
+    def __init__(self, upstream: AzuriteInfo, *, latency_ms: float = 0.0) -> None:
         self._upstream = upstream
+        self.latency_ms = latency_ms
         context = multiprocessing.get_context("spawn")
         self._control, child = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(child, upstream), name="counting-proxy", daemon=True
+            target=_serve, args=(child, upstream, latency_ms), name="counting-proxy", daemon=True
         )
         self.info: AzuriteInfo | None = None
 
@@ -69,11 +76,11 @@ class CountingProxy:
         self.stop()
 
 
-def _serve(control: Connection, upstream: AzuriteInfo) -> None:
-    asyncio.run(_main(control, upstream))
+def _serve(control: Connection, upstream: AzuriteInfo, latency_ms: float) -> None:
+    asyncio.run(_main(control, upstream, latency_ms / 1000))
 
 
-async def _main(control: Connection, upstream: AzuriteInfo) -> None:
+async def _main(control: Connection, upstream: AzuriteInfo, latency: float) -> None:
     counts: Counter[str] = Counter()
     upstream_ports = dict(
         zip(SERVICES, (upstream.blob_port, upstream.queue_port, upstream.table_port), strict=True)
@@ -87,7 +94,7 @@ async def _main(control: Connection, upstream: AzuriteInfo) -> None:
             service: str = service,
             port: int = port,
         ) -> None:
-            await _relay(reader, writer, upstream.host, port, service, counts)
+            await _relay(reader, writer, upstream.host, port, service, counts, latency)
 
         servers.append(await asyncio.start_server(handle, upstream.host, 0))
     control.send([server.sockets[0].getsockname()[1] for server in servers])
@@ -116,13 +123,16 @@ async def _relay(
     port: int,
     service: str,
     counts: Counter[str],
+    latency: float,
 ) -> None:
     try:
         server_reader, server_writer = await asyncio.open_connection(host, port)
     except OSError:
         client_writer.close()
         return
-    upstream = asyncio.create_task(_requests(client_reader, server_writer, service, counts))
+    upstream = asyncio.create_task(
+        _requests(client_reader, server_writer, service, counts, latency)
+    )
     downstream = asyncio.create_task(_pipe(server_reader, client_writer))
     await asyncio.wait({upstream, downstream}, return_when=asyncio.FIRST_COMPLETED)
     for task in (upstream, downstream):
@@ -136,8 +146,9 @@ async def _requests(
     writer: asyncio.StreamWriter,
     service: str,
     counts: Counter[str],
+    latency: float,
 ) -> None:
-    """Forward the client's requests one by one, counting each."""
+    """Forward the client's requests one by one, counting each (and holding it ``latency``)."""
     while True:
         try:
             head = await reader.readuntil(_HEADER_END)
@@ -145,6 +156,8 @@ async def _requests(
             return
         method, target, headers = _parse_head(head)
         counts[f"{service}.{classify(service, method, target)}"] += 1
+        if latency:
+            await asyncio.sleep(latency)
         writer.write(head)
         if headers.get("transfer-encoding", "").lower() == "chunked":
             await _forward_chunked(reader, writer)

@@ -2,6 +2,11 @@
 
     python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
                                [--backend embedded|azurite]
+    python -m bench.end_to_end --matrix [--backend azurite [--storage-latency-ms 0 10]]
+
+With ``--matrix``, ``--shape`` (and the shape overrides) or ``--storage-latency-ms`` it runs
+the shape matrix of :mod:`bench.matrix` instead: the roles on each generated shape, one line
+per shape (and latency), with the Celery setup beside them on Azurite. Without them, as below.
 
 Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
 random seed 7), in one run:
@@ -27,6 +32,7 @@ the cores.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -51,7 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--transactions", type=int, default=None)
     parser.add_argument("--processes", type=int, default=None, help="default: one per core")
     parser.add_argument("--backend", choices=BACKENDS, default="embedded")
+    # Imported here: bench.matrix builds on bench.celery_reference, which imports this module.
+    from bench.matrix import add_shape_options, wants_shapes
+
+    add_shape_options(parser)
     args = parser.parse_args(argv)
+    if wants_shapes(args):
+        return run_shapes(args)
     backend: Backend = args.backend
     transactions: int = args.transactions or (4_000 if args.quick else 100_000)
     processes: int = args.processes or os.cpu_count() or 1
@@ -92,6 +104,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_throughput(report, demo, bare, lean_seconds, processes, backend)
     add_hot_path(report, hot)
     add_collector(report, demo, untuned, hot, hot_untuned)
+    report.emit(args.json)
+    return 0
+
+
+def run_shapes(args: argparse.Namespace) -> int:
+    """The shape matrix (:mod:`bench.matrix`): on Azurite beside the Celery setup when its
+    extra is installed; on the embedded backend this project alone."""
+    from bench.celery_reference import MATRIX_TRANSACTIONS
+    from bench.matrix import add_matrix, celery_available, run_matrix, shapes_from
+
+    transactions: int = args.transactions or (2_000 if args.quick else MATRIX_TRANSACTIONS)
+    with_celery = args.backend == "azurite" and celery_available()
+    if args.backend == "azurite" and not with_celery:
+        print("  Celery is not installed (pip install -e '.[bench]'): no ratio", file=sys.stderr)
+    report = Report(benchmark="end_to_end", quick=args.quick)
+    runs = run_matrix(
+        shapes_from(args, transactions),
+        args.storage_latency_ms or [0.0],
+        backend=args.backend,
+        with_celery=with_celery,
+        processes=args.processes or 2,
+    )
+    add_matrix(report, runs, backend=args.backend)
     report.emit(args.json)
     return 0
 

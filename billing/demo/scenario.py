@@ -10,7 +10,10 @@ throughput, and how many storage requests the run cost per 1,000 transactions.
 from __future__ import annotations
 
 import itertools
+import os
 import secrets
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,6 +49,8 @@ class DemoResult:
     #: the requests made for onlookers in the same span (``queue.count@dashboard``: the
     #: dashboard's depth queries), reported apart
     onlooker_requests: dict[str, int] = field(default_factory=dict)
+    #: Each role's CPU time (its processes and their children) from the POST to the close.
+    role_cpu_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def reconciled(self) -> bool:
@@ -75,6 +80,32 @@ def _backend_env(
         yield {**env, "BILLING_STORAGE_CONNECTION_STRING": info.connection_string}
     finally:
         server.close()
+
+
+@dataclass(frozen=True)
+class BatchUpload:
+    """A batch file of the caller's for :func:`run_demo`, and the pricebook it needs."""
+
+    path: Path
+    content_type: str = "text/csv"
+    content_encoding: str | None = None
+    pricebook: Path | None = None  # uploaded (made current) before the POST; None: the sample
+    allow_duplicate: bool = False  # a benchmark sends the same file again on purpose
+
+    def headers(self) -> dict[str, str]:
+        encoding = {"Content-Encoding": self.content_encoding} if self.content_encoding else {}
+        return {"Content-Type": self.content_type, **encoding}
+
+
+def _upload_pricebook(path: Path, client_environment: Mapping[str, str]) -> None:
+    """``billing pricebook upload`` against the running pipeline's store."""
+    subprocess.run(
+        [sys.executable, "-m", "billing.cli", "pricebook", "upload", str(path)],
+        env={**os.environ, **client_environment},
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 @dataclass(frozen=True)
@@ -166,6 +197,7 @@ def run_demo(
     storage_connection_string: str | None = None,
     environment: Mapping[str, str] | None = None,
     on_environment: Callable[[Path, Mapping[str, str]], None] | None = None,
+    batch: BatchUpload | None = None,
 ) -> DemoResult:
     """Run the pipeline end to end in a fresh data folder; raises if anything fails.
 
@@ -177,7 +209,8 @@ def run_demo(
     ``environment`` adds variables (``BILLING_*`` settings) for every role.
     ``on_environment(folder, variables)`` is told, with ``on_ready``, the variables that
     point the ``billing`` commands at this run (``BILLING_URL``, ``BILLING_API_KEY``, its
-    store) and the run's folder."""
+    store) and the run's folder. ``batch`` replaces the demo's generated batch (and the
+    sample pricebook) with a file of the caller's; ``transactions`` must be its count."""
     with _running_pipeline(
         processes=processes,
         backend=backend,
@@ -186,21 +219,26 @@ def run_demo(
         environment=environment,
     ) as pipeline:
         root, cluster, client = pipeline.root, pipeline.cluster, pipeline.client
+        if batch is None:
+            batch = BatchUpload(root / "batch.csv")
+            write_batch_file(batch.path, transactions, customers=500, seed=7, file_format="csv")
+        elif batch.pricebook is not None:
+            _upload_pricebook(batch.pricebook, pipeline.client_environment())
         if on_ready is not None:
             on_ready(pipeline.base_url, pipeline.api_key)
         if on_environment is not None:
             on_environment(root, pipeline.client_environment())
-        batch_file = root / "batch.csv"
-        write_batch_file(batch_file, transactions, customers=500, seed=7, file_format="csv")
         # The batch's requests are those between its submission and its close: not the
         # roles' start, nor what runs after (--stay: more batches, a dashboard watching).
         at_submission = _exported_counts(root / "meter")
-        cpu_before, started = cluster.cpu_seconds("initiator"), RunStart.now()
-        batch_id = _submit(client, batch_file)
+        roles_before = {role: cluster.cpu_seconds(role) for role in cluster.processes}
+        cpu_before, started = roles_before["initiator"], RunStart.now()
+        batch_id = _submit(client, batch.path, batch.headers(), batch.allow_duplicate)
         intake_seconds = started.elapsed()
         intake_cpu_seconds = cluster.cpu_seconds("initiator") - cpu_before
         status, polls = _wait_until_done(client, cluster, batch_id, timeout)
         seconds = seconds_to_close(started, [status])
+        role_cpu = {role: cluster.cpu_seconds(role) - roles_before[role] for role in roles_before}
         in_batch = meter.diff(_exported_counts(root / "meter"), at_submission)
         invoices = _top_invoices(client, batch_id)
         if linger is not None:
@@ -217,6 +255,7 @@ def run_demo(
             intake_seconds=intake_seconds,
             intake_cpu_seconds=intake_cpu_seconds,
             onlooker_requests={k: n for k, n in in_batch.items() if meter.caller_of(k)},
+            role_cpu_seconds=role_cpu,
         )
     raise AssertionError("unreachable")  # pragma: no cover (ExitStack never swallows)
 
@@ -303,9 +342,20 @@ def _exported_counts(folder: Path) -> dict[str, int]:
     return meter.collect_exports(folder)
 
 
-def _submit(client: httpx.Client, batch_file: Path) -> str:
+def _submit(
+    client: httpx.Client,
+    batch_file: Path,
+    headers: Mapping[str, str] | None = None,
+    allow_duplicate: bool = False,
+) -> str:
+    params = {"allow_duplicate": "true"} if allow_duplicate else {}
     with batch_file.open("rb") as body:
-        response = client.post("/batches", content=body, headers={"Content-Type": "text/csv"})
+        response = client.post(
+            "/batches",
+            content=body,
+            params=params,
+            headers=headers or {"Content-Type": "text/csv"},
+        )
     if response.status_code != 202:
         raise RuntimeError(f"the batch was refused: {response.status_code} {response.text}")
     batch_id: str = response.json()["batch_id"]

@@ -88,6 +88,20 @@ def test_benchmark_produces_its_figures(name: str, tmp_path: Path) -> None:
     assert not missing, f"bench.{name} did not report {sorted(missing)}"
 
 
+def test_end_to_end_runs_a_shape_it_is_given(tmp_path: Path) -> None:
+    """``--shape`` sends the generated shape's file (JSON Lines, gzip) through the roles and
+    reports its line of the matrix, CPU per role included."""
+    figures = run_quick("end_to_end", tmp_path, "--shape", "jsonl", "--gzip")
+    key = "matrix.jsonl*.0ms"
+    assert {
+        f"{key}.transactions_per_second",
+        f"{key}.requests_per_1000",
+        f"{key}.initiator.cpu_us_per_transaction",
+        f"{key}.processor.cpu_us_per_transaction",
+        f"{key}.controller.cpu_us_per_transaction",
+    } <= figures.keys()
+
+
 #: Opt in to the slow smoke test of bench.celery_reference.
 CELERY_SMOKE_ENV = "BILLING_BENCH_CELERY"
 
