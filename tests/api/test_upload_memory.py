@@ -9,7 +9,7 @@ upload must peak no higher than it plus a margin well below the file's size, so 
 initiator that read the blob whole would fail. (The embedded backend's upload route holds
 each block it is sent, at most ``MAX_BLOCK_BYTES`` per request: ``bench.upload`` reports
 the whole upload path's peak.) The size is small for
-CI (``BILLING_TEST_UPLOAD_MB``, default 24); ``python -m bench.upload`` runs 1 GB.
+CI (``BILLING_TEST_UPLOAD_MB``, default 16); ``python -m bench.upload`` runs 1 GB.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from billing.cli.uploader import BLOCK_BYTES as BLOCK
 from billing.sample_batches import write_batch_file
 from shared.storage.embedded import EmbeddedStorageAccount
 
-SIZE_MB = float(os.environ.get("BILLING_TEST_UPLOAD_MB", "24"))
+SIZE_MB = float(os.environ.get("BILLING_TEST_UPLOAD_MB", "16"))
 
 
 def test_the_intake_of_an_upload_peaks_no_higher_than_that_of_a_body(tmp_path: Path) -> None:

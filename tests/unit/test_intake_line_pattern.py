@@ -196,7 +196,7 @@ def segments(draw: st.DrawFn, *, near_misses: bool) -> Segment:
     return Segment(first_line, (",".join(order) + newline).encode(), text.encode(), BOOK)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(segments(near_misses=True))
 def test_the_pattern_accepts_only_what_the_line_check_accepts(segment: Segment) -> None:
     by_pattern = check_by_pattern(segment)
@@ -204,7 +204,7 @@ def test_the_pattern_accepts_only_what_the_line_check_accepts(segment: Segment) 
         assert check_lines(segment) == by_pattern
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(segments(near_misses=False))
 def test_the_pattern_takes_clean_segments(segment: Segment) -> None:
     by_pattern = check_by_pattern(segment)
