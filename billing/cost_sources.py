@@ -36,10 +36,6 @@ class UnknownSourceError(ValueError):
     """The file is neither an end-to-end benchmark report nor a live view."""
 
 
-class NoTrafficError(UnknownSourceError):
-    """The live view has measured no transaction yet: nothing to price per million."""
-
-
 def usage_from_file(path: Path) -> Usage:
     """The usage in ``path``: a bench report or a saved ``/dashboard/live`` answer."""
     try:
@@ -76,17 +72,19 @@ def usage_from_live(view: LiveView) -> Usage:
         else _from_heartbeats(view)
     )
     idle_per_hour = {k: n * 60 / len(idle) for k, n in _summed(idle).items()} if idle else {}
-    return Usage(requests_per_1000=requests_per_1000, idle_requests_per_hour=idle_per_hour)
+    return Usage(
+        requests_per_1000=requests_per_1000 or {},
+        idle_requests_per_hour=idle_per_hour,
+        transactions_measured=requests_per_1000 is not None,
+    )
 
 
-def _from_heartbeats(view: LiveView) -> dict[str, float]:
-    """Requests per 1,000 transactions from the processors' counters since they started."""
+def _from_heartbeats(view: LiveView) -> dict[str, float] | None:
+    """Requests per 1,000 transactions from the processors' counters since they started;
+    None when they have rated none (nothing to divide by)."""
     rated = sum(p.rated_transactions for p in view.processors)
     if not rated:
-        raise NoTrafficError(
-            "no transactions measured yet: the processors have rated none since they "
-            "started, and no sample saw any; submit a batch, then ask again"
-        )
+        return None
     processes = {(p.host, p.pid): p.storage_requests for p in view.processors}
     total: dict[str, float] = {}
     for counts in processes.values():

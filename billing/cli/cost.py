@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client, get_json
@@ -23,6 +24,13 @@ from shared.cost.estimate import Costs, Usage, estimate, keda_polls_per_hour, wi
 from shared.cost.prices import PRICES_READ_ON, AzurePrices
 from shared.domain.priority import PRIORITIES
 from shared.settings import Settings
+
+#: Said instead of a per-million table of zeros, when the source saw no transaction.
+NO_TRANSACTIONS = (
+    "no transactions measured yet: the processors have rated none since they started and no "
+    "sample saw any, so there is nothing to price per million (submit a batch, then ask "
+    "again); the idle month follows"
+)
 
 #: ``pollingInterval`` of the Container Apps' KEDA queue rules (infra/modules/app.bicep).
 KEDA_POLLING_SECONDS = 30.0
@@ -56,10 +64,13 @@ def cost(
         usage, keda_polls_per_hour(keda_scaled_queues(settings), KEDA_POLLING_SECONDS)
     )
     costs = estimate(usage, AzurePrices())
+    if not usage.transactions_measured:
+        # Priced at zero requests, the per-million table would read 0.0000: say why instead.
+        typer.echo(NO_TRANSACTIONS, err=True)
     if as_json:
-        typer.echo(json.dumps(_as_dict(costs), indent=2))
+        typer.echo(json.dumps(_as_dict(costs, busy=usage.transactions_measured), indent=2))
     else:
-        _print(costs, measured_idle=measured_idle)
+        _print(costs, measured_idle=measured_idle, busy=usage.transactions_measured)
 
 
 def _live_usage(url: str | None, api_key: str | None) -> Usage:
@@ -67,14 +78,16 @@ def _live_usage(url: str | None, api_key: str | None) -> Usage:
         return usage_from_live(LiveView.model_validate(get_json(client, "/dashboard/live")))
 
 
-def _as_dict(costs: Costs) -> dict[str, object]:
+def _as_dict(costs: Costs, *, busy: bool) -> dict[str, object]:
     return {
         "per_million_transactions": {
             "storage": costs.storage_per_million,
             "service_bus": costs.bus_per_million,
             "compute_floor": costs.compute_per_million,
             "total": costs.per_million,
-        },
+        }
+        if busy
+        else None,
         "per_idle_month": {
             **costs.fixed_per_month,
             "idle requests": costs.idle_requests_per_month,
@@ -84,8 +97,14 @@ def _as_dict(costs: Costs) -> dict[str, object]:
     }
 
 
-def _print(costs: Costs, *, measured_idle: bool) -> None:
+def _print(costs: Costs, *, measured_idle: bool, busy: bool) -> None:
     console = make_console()
+    if busy:
+        _print_busy(costs, console)
+    _print_idle(costs, console, measured_idle=measured_idle)
+
+
+def _print_busy(costs: Costs, console: Console) -> None:
     busy = Table(title="per million transactions (USD, beyond the free grants)")
     busy.add_column("item")
     busy.add_column("USD", justify="right")
@@ -98,6 +117,9 @@ def _print(costs: Costs, *, measured_idle: bool) -> None:
     )
     busy.add_row("total", f"{costs.per_million:.4f}")
     console.print(busy)
+
+
+def _print_idle(costs: Costs, console: Console, *, measured_idle: bool) -> None:
     idle = Table(title="per idle month (USD)")
     idle.add_column("item")
     idle.add_column("USD", justify="right")

@@ -12,7 +12,7 @@ the operations the base charge includes (marginal too); an idle month's only bey
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from shared.cost.prices import HOURS_PER_MONTH, AzurePrices
 
@@ -29,6 +29,9 @@ class Usage:
     """All roles together; None when the source does not say."""
     idle_requests_per_hour: Mapping[str, float] = field(default_factory=dict)
     """Idle: requests per hour by kind, the whole deployment."""
+    transactions_measured: bool = True
+    """False when the source saw no transaction: ``requests_per_1000`` is then empty and the
+    per-million figures mean nothing, while the idle month still does."""
 
 
 @dataclass(frozen=True)
@@ -92,4 +95,4 @@ def with_idle(usage: Usage, extra_per_hour: Mapping[str, float]) -> Usage:
     idle = dict(usage.idle_requests_per_hour)
     for kind, n in extra_per_hour.items():
         idle[kind] = idle.get(kind, 0.0) + n
-    return Usage(usage.requests_per_1000, usage.cpu_us_per_transaction, idle)
+    return replace(usage, idle_requests_per_hour=idle)

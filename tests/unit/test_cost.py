@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from billing.cli.app import app
 from billing.cost_sources import (
-    NoTrafficError,
     UnknownSourceError,
     usage_from_file,
     usage_from_live,
@@ -199,11 +198,17 @@ def test_the_command_says_no_traffic_was_measured_rather_than_pricing_zero(
     idle = live_view([sample(1, 0.0, {"table.read": 2.0})], [processor("a", 1, 0, {})])
     saved.write_text(idle.model_dump_json(), encoding="utf-8")
     done = runner.invoke(app, ["cost", str(saved)], env={"COLUMNS": "80"})
-    assert done.exit_code == 2
+    assert done.exit_code == 0, done.output
     assert "no transactions measured yet" in done.output
     assert "0.0000" not in done.output
-    with pytest.raises(NoTrafficError):
-        usage_from_live(idle)
+    assert "per million transactions" not in done.output
+    assert "per idle month" in done.output  # still priced: it needs no transaction
+    assert usage_from_live(idle).transactions_measured is False
+    as_json = runner.invoke(app, ["cost", str(saved), "--json"])
+    assert as_json.exit_code == 0, as_json.output
+    shown = json.loads(as_json.stdout)
+    assert shown["per_million_transactions"] is None
+    assert shown["per_idle_month"]["total"] > 0
 
 
 def test_the_command_prints_the_figures_from_a_report(tmp_path: Path) -> None:
