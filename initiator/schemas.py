@@ -27,6 +27,11 @@ class BatchAccepted(BaseModel):
 
 class ChunkCounts(BaseModel):
     total: int
+    rated: int = Field(
+        default=0,
+        description="chunks a processor has rated (their results written), applied or "
+        "waiting to be",
+    )
     applied: int = Field(description="chunks in the warehouse")
     failed: int = Field(description="how many chunks failed (in a poison queue)")
     in_flight: int = Field(description="chunks neither applied nor failed yet")
@@ -94,12 +99,18 @@ class BatchStatusView(BaseModel):
 
     @classmethod
     def of(
-        cls, record: BatchRecord, gate: GateHistory | None = None, *, now: datetime | None = None
+        cls,
+        record: BatchRecord,
+        gate: GateHistory | None = None,
+        *,
+        rated: int | None = None,
+        now: datetime | None = None,
     ) -> BatchStatusView:
-        """The view of a batch record: the whole status lives in it (the controller copies
-        its tallies and the warehouse's outcome there), so a poll is one table read, and
-        ``gate`` (the release gate and its held spells; None: released, never held) adds
-        the wait for a release."""
+        """The view of a batch record: the status lives in it (the controller copies its
+        tallies and the warehouse's outcome there), ``gate`` (the release gate and its held
+        spells; None: released, never held) adds the wait for a release, and ``rated``
+        the chunks rated so far (:mod:`initiator.observability.rated`; None: the applied
+        ones)."""
         gate = gate or GateHistory(released=True)
         settled = record.chunks_applied + record.chunks_failed
         end_to_end = (
@@ -122,6 +133,7 @@ class BatchStatusView(BaseModel):
             transactions=record.transactions,
             chunks=ChunkCounts(
                 total=record.chunks,
+                rated=record.chunks_applied if rated is None else rated,
                 applied=record.chunks_applied,
                 failed=record.chunks_failed,
                 in_flight=max(record.chunks - settled, 0),

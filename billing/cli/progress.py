@@ -73,7 +73,7 @@ def follow_batch(client: httpx.Client, batch_id: str, console: Console) -> dict[
                 task,
                 completed=chunks["applied"] + chunks["failed"],
                 rate=_rate(body),
-                state=_state(body),
+                state=state_text(body),
             )
             if body["status"] in FINAL_STATUSES:
                 break
@@ -118,9 +118,15 @@ def _rate(body: dict[str, Any]) -> str:
     return f"{applied / elapsed:,.0f}"
 
 
-def _state(body: dict[str, Any]) -> str:
-    failed = body["chunks"]["failed"]
+def state_text(body: dict[str, Any]) -> str:
+    """The state beside the processing bar: status, failed chunks, chunks rated ahead of
+    the warehouse, a held gate."""
+    chunks = body["chunks"]
+    failed = chunks["failed"]
     state = f"{body['status']}, {failed} failed" if failed else str(body["status"])
+    rated = chunks.get("rated", chunks["applied"])
+    if rated > chunks["applied"]:
+        state += f" · {rated} rated"
     if body.get("waiting_for_release"):
         state += " · gate held: waiting for release"
     return state

@@ -117,6 +117,9 @@ def status_table(body: dict[str, Any]) -> Table:
         f"{chunks['applied']} applied, {chunks['failed']} failed, "
         f"{chunks['in_flight']} in flight, of {chunks['total']}",
     )
+    waiting = chunks.get("rated", chunks["applied"]) - chunks["applied"]
+    if waiting > 0:
+        table.add_row("rated", f"{chunks['rated']} (+{waiting} on their way to the warehouse)")
     if chunks["failed"]:
         table.add_row("failed chunks", f"{chunks['failed']:,}")
     if body.get("failed_chunks"):

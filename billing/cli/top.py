@@ -225,14 +225,16 @@ def batch_table(console: Console, batches: list[dict[str, Any]]) -> Table:
         [*running, *closed],
         drop_order=BATCH_DROP_ORDER,
         empty="no batch yet",
-        title="Batches (chunks: applied / failed / total)",
+        title="Batches (chunks: applied / failed / total, +rated on their way)",
         title_justify="left",
         box=box.SIMPLE_HEAD,
     )
 
 
 def _chunks(chunks: dict[str, Any]) -> str:
-    return f"{chunks['applied']:,}/{chunks['failed']:,}/{chunks['total']:,}"
+    counts = f"{chunks['applied']:,}/{chunks['failed']:,}/{chunks['total']:,}"
+    waiting = chunks.get("rated", chunks["applied"]) - chunks["applied"]
+    return f"{counts} +{waiting:,}" if waiting > 0 else counts
 
 
 def _rate(rate: float | None) -> str:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Callable
 
 from pydantic import BaseModel, Field
 
 from initiator.schemas import BatchStatusView
-from shared.contracts.batch_records import BatchRecords
+from shared.contracts.batch_records import BatchRecord, BatchRecords
 from shared.contracts.batch_status import BatchStatus
 from shared.coordination.gate import GateHistory
 from shared.storage.ports import Table
@@ -34,14 +35,22 @@ class BatchOverview(BaseModel):
 
 
 def read_batch_overview(
-    table: Table, gate: GateHistory | None = None, *, limit: int = RECENT_BATCHES
+    table: Table,
+    gate: GateHistory | None = None,
+    *,
+    rated: Callable[[BatchRecord], int] | None = None,
+    limit: int = RECENT_BATCHES,
 ) -> BatchOverview:
     """One query over the ``batch`` partition; counts every record, keeps the newest ``limit``
-    (``gate``: the release gate, for each batch's wait for a release)."""
+    (``gate``: the release gate, for each batch's wait for a release; ``rated``: a newest
+    batch's chunks rated so far, see :mod:`~initiator.observability.rated`)."""
     records = list(BatchRecords(table).all())
     counts = Counter(record.status for record in records)
     newest = heapq.nlargest(limit, records, key=lambda record: record.received_at)
     return BatchOverview(
         counts={status: counts[status] for status in BatchStatus},
-        recent=[BatchStatusView.of(record, gate) for record in newest],
+        recent=[
+            BatchStatusView.of(record, gate, rated=rated(record) if rated else None)
+            for record in newest
+        ],
     )

@@ -169,12 +169,14 @@ def get_batch(
     """What is known about the batch now: its status, chunk counts, control totals and, once
     it closes, the warehouse's totals, whether they reconcile, and its timings. ``gate`` says
     whether the release gate holds the processors (the batch waits for a release); the
-    timings report the time spent waiting for the release apart from processing."""
+    timings report the time spent waiting for the release apart from processing.
+    ``chunks.rated`` counts the chunks rated so far, applied or still on their way to the
+    warehouse."""
     stored = services.records.find(batch_id)
     if stored is None:
         return problem(404, "Batch not found", f"no batch {batch_id!r}", kind="batch-not-found")
     readings: Readings = request.app.state.readings
-    return BatchStatusView.of(stored.record, readings.gate())
+    return readings.batch(stored.record)
 
 
 def _status_url(request: Request, batch_id: str, public_base_url: str | None) -> str:

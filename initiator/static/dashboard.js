@@ -164,22 +164,28 @@ function timeCell(progress, closed, waited) {
   return cell(text, "number");
 }
 
-// The counts as text, and a bar: applied and failed chunks out of the batch's total.
+// The counts as text, and a bar: applied chunks, those rated and on their way to the
+// warehouse, and failed ones, out of the batch's total.
 function chunksCell(chunks) {
   const td = document.createElement("td");
   td.className = "number chunks";
   const text = document.createElement("span");
   text.textContent = `${chunks.applied} / ${chunks.failed} / ${chunks.total}`;
+  const waiting = Math.max((chunks.rated ?? chunks.applied) - chunks.applied, 0);
+  if (waiting) {
+    text.textContent += ` (+${waiting} rated)`;
+  }
   const bar = document.createElement("div");
   bar.className = "progress";
   bar.setAttribute("role", "progressbar");
   bar.setAttribute("aria-valuemin", "0");
   bar.setAttribute("aria-valuemax", String(chunks.total));
   bar.setAttribute("aria-valuenow", String(chunks.applied + chunks.failed));
-  for (const kind of ["applied", "failed"]) {
+  const parts = { applied: chunks.applied, rated: waiting, failed: chunks.failed };
+  for (const [kind, count] of Object.entries(parts)) {
     const part = document.createElement("div");
     part.className = kind;
-    part.style.width = `${chunks.total ? (100 * chunks[kind]) / chunks.total : 0}%`;
+    part.style.width = `${chunks.total ? (100 * count) / chunks.total : 0}%`;
     bar.append(part);
   }
   td.append(text, bar);

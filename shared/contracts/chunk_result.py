@@ -119,8 +119,13 @@ class RatedChunk:
     subtotals: dict[str, CustomerSubtotal]
 
 
+def result_blob_prefix(batch_id: str) -> str:
+    """What every result blob of the batch's name starts with."""
+    return f"{batch_id}/"
+
+
 def result_blob_name(batch_id: str, chunk: int) -> str:
-    return f"{batch_id}/{chunk:06d}"
+    return f"{result_blob_prefix(batch_id)}{chunk:06d}"
 
 
 @dataclass(frozen=True)

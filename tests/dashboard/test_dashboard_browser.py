@@ -22,6 +22,9 @@ import pytest
 
 from tests.api.batch_files import csv_file, rows
 from tests.dashboard.serving import all_in_one
+from tests.support.deployment_settings import deployment_values, settings_factory
+from tests.support.live_initiator import serving
+from tests.support.rating import rate_work_items
 
 CHROMIUM = Path(os.environ.get("BILLING_TEST_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_FLAGS = [
@@ -139,6 +142,30 @@ def test_the_dashboard_shows_a_submitted_batch_and_the_processor(
     expect(row).to_be_visible(timeout=APPEAR_MS)
     expect(page.locator("#sign-in")).to_be_hidden()
     page.screenshot(path=str(SCREENSHOT), full_page=True)
+
+
+def test_chunks_rated_but_not_yet_applied_show_in_the_batchs_bar(
+    tmp_path: Path, browser: BrowserContext
+) -> None:
+    # The initiator alone: the test rates two of the three chunks, no controller applies them.
+    settings = settings_factory(
+        deployment_values(tmp_path, api_keys=[API_KEY], chunk_size=10, partitions=1)
+    )()
+    with serving(settings) as initiator:
+        batch_id = submit_batch(initiator.base_url, transactions=25)
+        storage = initiator.app.state.services.storage
+        assert rate_work_items(storage, settings, 2) == 2
+
+        page = browser.new_page()
+        page.goto(initiator.base_url)
+        sign_in(page, API_KEY)
+        row = page.locator(f'#batches tbody tr[data-key="{batch_id}"]')
+        expect(row.locator("td.chunks span")).to_have_text(
+            "0 / 0 / 3 (+2 rated)", timeout=APPEAR_MS
+        )
+        rated = row.locator(".progress .rated")
+        assert rated.evaluate("part => part.style.width").startswith("66.6")
+        expect(row.locator(".progress .applied")).to_have_attribute("style", "width: 0%;")
 
 
 def test_a_wrong_key_shows_a_clear_message(served: str, browser: BrowserContext) -> None:

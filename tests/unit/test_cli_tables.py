@@ -91,6 +91,15 @@ def test_top_tables_fit_80_columns_with_ids_and_statuses_whole() -> None:
     assert "197,520" in text  # a priority's total, its 16 partitions left out
 
 
+def test_top_shows_rated_chunks_still_on_their_way_to_the_warehouse() -> None:
+    console, out = narrow()
+    running = batches()[0]
+    running["batch"]["chunks"] = {"applied": 200, "rated": 700, "failed": 0, "total": 1_000}
+    console.print(batch_table(console, [running]))
+    assert_fits(out.getvalue())
+    assert "200/0/1,000 +500" in out.getvalue()
+
+
 def test_top_tables_keep_every_column_when_there_is_room() -> None:
     out = io.StringIO()
     console = Console(file=out, width=200, color_system=None)
