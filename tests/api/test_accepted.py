@@ -125,7 +125,7 @@ async def test_status_shows_what_is_known_after_acceptance(api: Api) -> None:
     assert view["status"] == "accepted"
     assert view["priority"] == "high"
     assert view["transactions"] == len(ITEMS)
-    assert view["chunks"] == {"total": 3, "applied": 0, "failed": 0, "in_flight": 3}
+    assert view["chunks"] == {"total": 3, "rated": 0, "applied": 0, "failed": 0, "in_flight": 3}
     assert view["control_totals"] == totals.build().model_dump()
     assert view["pricebook_version"] == sample_pricebook().version_hash()
     assert view["reconciled"] is None

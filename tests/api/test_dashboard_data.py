@@ -64,7 +64,7 @@ async def test_the_data_lists_batches_and_live_processors(api: Api) -> None:
     assert batch["batch_id"] == batch_id
     assert batch["status"] == "accepted"
     assert batch["transactions"] == 25
-    assert batch["chunks"] == {"total": 3, "applied": 0, "failed": 0, "in_flight": 3}
+    assert batch["chunks"] == {"total": 3, "rated": 0, "applied": 0, "failed": 0, "in_flight": 3}
     assert batch["reconciled"] is None
     assert data["batch_counts"]["accepted"] == 1
     [processor] = data["processors"]

@@ -80,7 +80,13 @@ async def test_live_shows_every_queue_the_batch_and_the_processors(api: Api) -> 
     ]
 
     [progress] = [b for b in body["batches"] if b["batch"]["batch_id"] == batch_id]
-    assert progress["batch"]["chunks"] == {"total": 3, "applied": 0, "failed": 0, "in_flight": 3}
+    assert progress["batch"]["chunks"] == {
+        "total": 3,
+        "rated": 0,
+        "applied": 0,
+        "failed": 0,
+        "in_flight": 3,
+    }
     assert progress["applied_transactions"] == 0
     assert progress["elapsed_seconds"] >= 0
     assert body["batch_counts"]["accepted"] == 1

@@ -62,14 +62,26 @@ async def test_status_shows_applied_and_in_flight_chunks_then_the_reconciled_out
     async with api_client(settings) as client:
         status = await get_json(client, "/batches/b-status")
         assert status["status"] == "accepted"
-        assert status["chunks"] == {"total": 4, "applied": 0, "failed": 0, "in_flight": 4}
+        assert status["chunks"] == {
+            "total": 4,
+            "rated": 4,
+            "applied": 0,
+            "failed": 0,
+            "in_flight": 4,
+        }
         assert (status["reconciled"], status["warehouse_totals"]) == (None, None)
 
         for message in batch.results[:2]:
             handler.handle_text(message.to_text())
         status = await get_json(client, "/batches/b-status")
         assert status["status"] == "processing"
-        assert status["chunks"] == {"total": 4, "applied": 2, "failed": 0, "in_flight": 2}
+        assert status["chunks"] == {
+            "total": 4,
+            "rated": 4,
+            "applied": 2,
+            "failed": 0,
+            "in_flight": 2,
+        }
         assert status["reconciled"] is None
         assert status["timings"]["completed_at"] is None
 
@@ -80,7 +92,13 @@ async def test_status_shows_applied_and_in_flight_chunks_then_the_reconciled_out
     assert status["status"] == "completed"
     assert status["priority"] == "normal"
     assert status["transactions"] == len(transactions)
-    assert status["chunks"] == {"total": 4, "applied": 4, "failed": 0, "in_flight": 0}
+    assert status["chunks"] == {
+        "total": 4,
+        "rated": 4,
+        "applied": 4,
+        "failed": 0,
+        "in_flight": 0,
+    }
     assert status["reconciled"] is True
     assert status["failed_chunks"] == []
     assert status["control_totals"] == status["warehouse_totals"] == control.model_dump()

@@ -175,7 +175,13 @@ def assert_completed_and_matches_the_reference(
 ) -> None:
     chunks = -(-len(transactions) // CHUNK_SIZE)
     assert status["status"] == "completed", status
-    assert status["chunks"] == {"total": chunks, "applied": chunks, "failed": 0, "in_flight": 0}
+    assert status["chunks"] == {
+        "total": chunks,
+        "rated": chunks,
+        "applied": chunks,
+        "failed": 0,
+        "in_flight": 0,
+    }
     assert status["reconciled"] is True
     assert status["warehouse_totals"] == status["control_totals"]
     assert status["control_totals"]["transactions"] == len(transactions)

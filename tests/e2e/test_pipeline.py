@@ -157,6 +157,7 @@ def test_two_batches_of_mixed_priority_flow_through_all_roles_and_match_the_refe
             assert status["priority"] == spec.priority
             assert status["chunks"] == {
                 "total": chunks,
+                "rated": chunks,
                 "applied": chunks,
                 "failed": 0,
                 "in_flight": 0,
