@@ -1,0 +1,213 @@
+"""The cost of the duplicate-body check at intake (``BILLING_DUPLICATE_BODY_WINDOW_SECONDS``).
+
+Three initiators run side by side in this process, one per variant, each the real app (ASGI,
+lifespan, the embedded backend in its own folder) with the shapes' pricebook made current:
+
+* ``off``: the window is 0, so no body mapping is read or written;
+* ``on``: the default window, every body new (the common case: one create-only insert);
+* ``override``: the default window, the same body again with ``?allow_duplicate=true``
+  (the insert conflicts, then the mapping is read, its batch looked up and the mapping
+  replaced).
+
+The sha256 of the body is computed on every path (it identifies the body for
+``Idempotency-Key`` and the batch record too), so it is not part of the difference. Bodies
+for ``on`` differ only in the first transaction id (same length), so every variant parses
+and stores the same work. Rounds interleave the variants (in a rotating order) and the
+shapes; each round's ``on``/``off`` ratio pairs two POSTs made moments apart, and the
+median of those ratios is reported, because the machine is shared and noisy.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+import httpx
+
+from bench.report import Report
+from bench.shapes import MATRIX, Shape, batch_body, pricebook_document
+from initiator.app import create_app
+from shared import meter
+from shared.domain.pricebook_store import PricebookStore
+from shared.settings import Settings
+from shared.storage import open_storage
+
+API_KEY = "bench-key"
+VARIANTS = ("off", "on", "override")
+#: The first transaction id of every shape's file (seed 7), replaced to make bodies distinct.
+FIRST_ID = b"tx-7-000000000"
+
+
+@dataclass
+class _Samples:
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+    table_requests: dict[str, list[int]] = field(default_factory=lambda: {v: [] for v in VARIANTS})
+
+
+def bench_shapes(quick: bool) -> dict[str, Shape]:
+    """A small and a large batch of the demo-like ``base`` shape, by label."""
+    base = MATRIX["base"]
+    if quick:
+        return {"small": base.resized(500), "large": base.resized(5_000)}
+    return {"small": base.resized(1_000), "large": base.resized(200_000)}
+
+
+def duplicate_check_cost(report: Report, *, quick: bool, rounds: int) -> None:
+    shapes = bench_shapes(quick)
+    samples = anyio.run(_measure, shapes, rounds, quick)
+    rows: list[list[str | int | float]] = []
+    for label, shape in shapes.items():
+        got = samples[label]
+        rate = {v: shape.transactions / statistics.median(got.seconds[v]) for v in VARIANTS}
+        on_ratio = statistics.median(
+            off / on for off, on in zip(got.seconds["off"], got.seconds["on"], strict=True)
+        )
+        override_ratio = statistics.median(
+            off / o for off, o in zip(got.seconds["off"], got.seconds["override"], strict=True)
+        )
+        # The fewest over the rounds: another app's background request can land in a window.
+        requests = {v: min(got.table_requests[v]) for v in VARIANTS}
+        added_ms = (
+            statistics.median(
+                on - off for off, on in zip(got.seconds["off"], got.seconds["on"], strict=True)
+            )
+            * 1000
+        )
+        rows.append(
+            [
+                f"{label}: {shape.transactions:,} tx",
+                rate["off"],
+                rate["on"],
+                rate["override"],
+                on_ratio,
+                override_ratio,
+                added_ms,
+                requests["on"] - requests["off"],
+                requests["override"] - requests["off"],
+            ]
+        )
+        prefix = f"duplicates.{label}"
+        for variant in VARIANTS:
+            report.figure(f"{prefix}.{variant}.transactions_per_s", rate[variant])
+        report.figure(f"{prefix}.on_over_off", on_ratio)
+        report.figure(f"{prefix}.override_over_off", override_ratio)
+        report.figure(f"{prefix}.on_added_ms", added_ms)
+        report.figure(f"{prefix}.on_table_requests_added", requests["on"] - requests["off"])
+        report.figure(
+            f"{prefix}.override_table_requests_added", requests["override"] - requests["off"]
+        )
+    report.table(
+        f"duplicate-body check: POST /batches with it off, on, and overridden (embedded, "
+        f"'base' shape, median of {rounds} interleaved rounds)",
+        [
+            "batch",
+            "off tx/s",
+            "on tx/s",
+            "override tx/s",
+            "on/off",
+            "override/off",
+            "on adds ms",
+            "on: table req +",
+            "override: table req +",
+        ],
+        rows,
+    )
+    small, large = rows[0], rows[-1]
+    report.conclude(
+        f"the duplicate-body check runs intake at {small[4]:.2f}x its speed without it on a "
+        f"{shapes['small'].transactions:,}-transaction batch and {large[4]:.2f}x on "
+        f"{shapes['large'].transactions:,}: one table insert per batch (the body's sha256 is "
+        "computed either way)"
+    )
+
+
+async def _measure(shapes: dict[str, Shape], rounds: int, quick: bool) -> dict[str, _Samples]:
+    bodies = {label: batch_body(shape) for label, shape in shapes.items()}
+    for label, body in bodies.items():
+        assert body.count(FIRST_ID) == 1, f"{label}: the first transaction id is not {FIRST_ID!r}"
+    pricebooks = {pricebook_document(shape) for shape in shapes.values()}
+    assert len(pricebooks) == 1, "the shapes must share one pricebook (one app per variant)"
+    (pricebook,) = pricebooks
+    samples = {label: _Samples() for label in shapes}
+    # Quick: no intake helper processes, whose start (an interpreter each) would be most of
+    # the run; the full run keeps the default, as deployed.
+    helpers = 1 if quick else 0
+    with tempfile.TemporaryDirectory(prefix="bench-duplicates-") as folder:
+        async with AsyncExitStack() as stack:
+            clients: dict[str, httpx.AsyncClient] = {}
+            for variant in VARIANTS:
+                clients[variant] = await stack.enter_async_context(
+                    _initiator(
+                        Path(folder) / variant,
+                        pricebook,
+                        window=0.0 if variant == "off" else 86_400.0,
+                        intake_processes=helpers,
+                    )
+                )
+                for body in bodies.values():
+                    # Untimed: warms the app (pricebook cache, helpers, first blobs) and,
+                    # for ``override``, stores the body every timed POST then repeats.
+                    await _post(clients[variant], body, variant == "override")
+            sent = 0
+            for round_ in range(rounds):
+                for label, body in bodies.items():
+                    order = VARIANTS[round_ % 3 :] + VARIANTS[: round_ % 3]
+                    for variant in order:
+                        sent += 1
+                        distinct = body.replace(FIRST_ID, f"round-{sent:08d}".encode(), 1)
+                        payload = body if variant == "override" else distinct
+                        seconds, tables = await _post(
+                            clients[variant], payload, variant == "override"
+                        )
+                        samples[label].seconds[variant].append(seconds)
+                        samples[label].table_requests[variant].append(tables)
+    return samples
+
+
+@asynccontextmanager
+async def _initiator(
+    data_dir: Path, pricebook: bytes, *, window: float, intake_processes: int
+) -> AsyncIterator[httpx.AsyncClient]:
+    settings = Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        data_dir=data_dir,
+        api_keys=[API_KEY],  # type: ignore[list-item]
+        duplicate_body_window_seconds=window,
+        intake_processes=intake_processes,
+    )
+    storage = open_storage(settings)
+    try:
+        container = storage.container(settings.control_container)
+        container.create()
+        PricebookStore(container).upload(pricebook)
+    finally:
+        storage.close()
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
+            yield client
+
+
+async def _post(client: httpx.AsyncClient, body: bytes, allow_duplicate: bool) -> tuple[float, int]:
+    """One accepted POST: its seconds and the table requests made meanwhile."""
+    params = {"allow_duplicate": "true"} if allow_duplicate else {}
+    before = meter.snapshot()
+    started = time.perf_counter()
+    response = await client.post(
+        "/batches",
+        content=body,
+        params=params,
+        headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "text/csv"},
+        timeout=None,
+    )
+    seconds = time.perf_counter() - started
+    requests = meter.diff(meter.snapshot(), before)
+    response.raise_for_status()
+    return seconds, meter.total(requests, prefix="table")
