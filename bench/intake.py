@@ -1,6 +1,7 @@
 """Intake: throughput against a plain ``csv`` parse, peak memory on a big file, chunk size.
 
     python -m bench.intake [--quick] [--size-gb 1] [--sweep-transactions 200000]
+                           [--duplicate-rounds 7] [--only-duplicates]
 
 1. **Throughput and memory.** A generated CSV of ``--size-gb`` is POSTed to a real initiator
    (``billing initiator`` in a subprocess, embedded backend in a temporary folder), streamed
@@ -12,6 +13,9 @@
    500, 1,000, 2,000 and 5,000 (up then down, best of both): intake time, storage requests
    per chunk and per 1,000 transactions (the meter), payload bytes.
 3. **Compression level** of payload blobs: one 2,000-transaction chunk at Zstandard 1, 3, 9, 19.
+4. **Duplicate-body check** on, off and overridden, on a small and a large batch, rounds
+   interleaved (:mod:`bench.intake_duplicates`): transactions/s, the on/off ratio per shape
+   and the table requests it adds. ``--only-duplicates`` runs this part alone.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from bench.intake_duplicates import duplicate_check_cost
 from bench.intake_sweep import chunk_size_sweep, compression_levels
 from bench.report import Report, base_parser
 from billing.sample_batches import write_batch_file
@@ -46,15 +51,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = base_parser(__doc__.splitlines()[0] if __doc__ else "intake")
     parser.add_argument("--size-gb", type=float, default=None, help="default 1 (quick: 0.02)")
     parser.add_argument("--sweep-transactions", type=int, default=None, help="default 200,000")
+    parser.add_argument("--duplicate-rounds", type=int, default=None, help="default 7 (quick: 3)")
+    parser.add_argument(
+        "--only-duplicates", action="store_true", help="only the duplicate-body check's cost"
+    )
     args = parser.parse_args(argv)
     quick: bool = args.quick
     size_gb: float = args.size_gb or (0.02 if quick else 1.0)
     sweep_transactions: int = args.sweep_transactions or (20_000 if quick else 200_000)
+    duplicate_rounds: int = args.duplicate_rounds or (3 if quick else 7)
     report = Report(benchmark="intake", quick=quick)
-    with tempfile.TemporaryDirectory(prefix="bench-intake-") as folder:
-        measure_big_file(report, Path(folder), size_gb)
-    chunk_size_sweep(report, sweep_transactions, rounds=1 if quick else 2)
-    compression_levels(report)
+    if not args.only_duplicates:
+        with tempfile.TemporaryDirectory(prefix="bench-intake-") as folder:
+            measure_big_file(report, Path(folder), size_gb)
+        chunk_size_sweep(report, sweep_transactions, rounds=1 if quick else 2)
+        compression_levels(report)
+    duplicate_check_cost(report, quick=quick, rounds=duplicate_rounds)
     report.emit(args.json)
     return 0
 

@@ -32,6 +32,22 @@ PROMISED: dict[str, set[str]] = {
         "naive_over_backoff",
         "naive_over_trigger",
     },
+    "intake": {
+        *(
+            f"duplicates.{shape}.{figure}"
+            for shape in ("small", "large")
+            for figure in (
+                "off.transactions_per_s",
+                "on.transactions_per_s",
+                "override.transactions_per_s",
+                "on_over_off",
+                "override_over_off",
+                "on_table_requests_added",
+            )
+        ),
+        "duplicates.claim_ms",
+        "duplicates.sha256_ms_per_mb",
+    },
     "upload": {"upload_to_body_ratio", "body_peak_rss_mb", "upload_peak_rss_mb"},
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
     "end_to_end": {
