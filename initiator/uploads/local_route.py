@@ -43,10 +43,10 @@ router = APIRouter(tags=["uploads"])
 #: A Put Block's body is held whole while stored: this bounds the initiator's memory per
 #: request (the SDK's default block is 4 MiB, AzCopy's 8 MiB).
 MAX_BLOCK_BYTES = 64 * 1024 * 1024
-#: Azure's limit on a block id, before base64. The embedded store takes the encoded id, at
-#: most 64 characters, so 48 bytes is the route's limit in effect (AzCopy's ids are 36 bytes,
-#: the Azure SDK's 6 when ``billing submit`` uploads).
-MAX_BLOCK_ID_BYTES = 64
+#: A block id's bytes at most. Azure takes 64; the embedded store keeps the id's base64
+#: form, at most 64 characters, which is 48 bytes (AzCopy's ids are 36 bytes, those of
+#: ``billing submit`` 6).
+MAX_BLOCK_ID_BYTES = 48
 #: Put Blob (the whole file in one request) is stored in blocks of this size.
 PUT_BLOB_BLOCK_BYTES = 8 * 1024 * 1024
 #: A block list of 50,000 ids (Azure's most) fits well within this.
@@ -193,22 +193,22 @@ async def _read(request: Request, limit: int) -> bytes:
 
 
 def _block_id(encoded: str | None) -> str:
-    """The block's id as sent (base64), checked as Azure checks it.
+    """The block's id (base64 of 1 to :data:`MAX_BLOCK_ID_BYTES` bytes), as base64.
 
     Kept encoded, as Azurite keeps it: an id is any bytes, and not every client's is text
-    (AzCopy's hold a binary GUID), while the base64 form is text and one-to-one with them.
+    (AzCopy's hold a binary GUID). Encoded again from its bytes, so that one id has one form.
     """
     try:
         decoded = base64.b64decode(encoded or "", validate=True)
     except binascii.Error:
         decoded = b""
-    if not decoded or len(decoded) > MAX_BLOCK_ID_BYTES or encoded is None:
+    if not decoded or len(decoded) > MAX_BLOCK_ID_BYTES:
         raise UploadRefusedError(
             400,
             "InvalidQueryParameterValue",
             f"blockid {encoded!r} is not the base64 of 1 to {MAX_BLOCK_ID_BYTES} bytes",
         )
-    return encoded
+    return base64.b64encode(decoded).decode()
 
 
 def _block_list(body: bytes) -> list[str]:

@@ -13,7 +13,6 @@ import os
 import platform
 import shutil
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,6 +83,7 @@ class AzCopy:
     binary: Path
 
     def run(self, *args: str, scratch: Path) -> subprocess.CompletedProcess[str]:
+        """Run AzCopy; its logs (every failed request in full) stay in ``scratch/logs``."""
         scratch.mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
@@ -100,11 +100,18 @@ class AzCopy:
             check=False,
         )
 
+    @staticmethod
+    def log(scratch: Path) -> str:
+        """The job logs of the runs in ``scratch``: what a failing test shows."""
+        return "\n".join(
+            log.read_text(errors="replace") for log in (scratch / "logs").glob("*.log")
+        )
+
 
 @pytest.fixture(scope="session")
-def azcopy() -> Iterator[AzCopy]:
+def azcopy() -> AzCopy:
     try:
         binary = ensure_azcopy(azcopy_dir())
     except AzCopyUnavailableError as error:
         unavailable(str(error), tool="AzCopy")
-    yield AzCopy(binary)
+    return AzCopy(binary)
