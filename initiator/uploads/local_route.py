@@ -7,10 +7,13 @@ parameters ``se``, ``sp``, ``sr``, ``sig``), and the same client code works on e
 backend (the Azure SDK's ``BlobClient.from_blob_url``, ``curl -T``):
 
 * ``PUT ?comp=block&blockid=<base64>``: Put Block (a block of at most
-  :data:`MAX_BLOCK_BYTES`, held in memory while it is stored);
+  :data:`MAX_BLOCK_BYTES`, held in memory while it is stored; the id is any bytes, as
+  on Azure, and is stored in its base64 form);
 * ``PUT ?comp=blocklist`` with ``<BlockList><Latest>id</Latest>…</BlockList>``: Put Block
   List (the blob is then the staged blocks, in that order);
-* ``PUT`` with the whole file as the body: Put Blob, stored block by block as it arrives.
+* ``PUT`` with the whole file as the body: Put Blob, stored block by block as it arrives;
+* ``GET``/``HEAD``: refused (403 ``AuthorizationPermissionMismatch``), as storage refuses
+  any read to a write-only SAS.
 
 Errors answer as Azure's do (status and ``x-ms-error-code``), with a problem body.
 A grant that expired, or whose upload a batch took already, writes nothing (403).
@@ -40,6 +43,10 @@ router = APIRouter(tags=["uploads"])
 #: A Put Block's body is held whole while stored: this bounds the initiator's memory per
 #: request (the SDK's default block is 4 MiB, AzCopy's 8 MiB).
 MAX_BLOCK_BYTES = 64 * 1024 * 1024
+#: A block id's bytes at most. Azure takes 64; the embedded store keeps the id's base64
+#: form, at most 64 characters, which is 48 bytes (AzCopy's ids are 36 bytes, those of
+#: ``billing submit`` 6).
+MAX_BLOCK_ID_BYTES = 48
 #: Put Blob (the whole file in one request) is stored in blocks of this size.
 PUT_BLOB_BLOCK_BYTES = 8 * 1024 * 1024
 #: A block list of 50,000 ids (Azure's most) fits well within this.
@@ -103,6 +110,34 @@ async def put_upload(
     return Response(status_code=201, headers={"ETag": written.etag, "Last-Modified": last_modified})
 
 
+@router.api_route("/uploads/{container}/{blob}", methods=["GET", "HEAD"], include_in_schema=False)
+async def read_upload(
+    container: str,
+    blob: Blob,
+    se: str,
+    sp: str,
+    sig: str,
+    services: Services = Depends(get_services),
+) -> Response:
+    """Reads (Get Blob Properties, Get Block List, Get Blob): refused as storage refuses a
+    write-only SAS, 403 ``AuthorizationPermissionMismatch``.
+
+    Clients ask: AzCopy reads the blob's length after an upload to check it, and takes this
+    403 as a destination it may not read (``--check-length=false`` skips the read), where
+    any other answer (a 405) fails its upload. Not in the OpenAPI document: no request
+    here can succeed.
+    """
+    try:
+        await _authorise(services, container, blob, se, sp, sig)
+    except UploadRefusedError as refused:
+        return _refusal(refused)
+    return _refusal(
+        UploadRefusedError(
+            403, "AuthorizationPermissionMismatch", "the grant allows create and write only"
+        )
+    )
+
+
 async def _authorise(
     services: Services, container: str, blob: str, se: str, sp: str, sig: str
 ) -> None:
@@ -158,12 +193,22 @@ async def _read(request: Request, limit: int) -> bytes:
 
 
 def _block_id(encoded: str | None) -> str:
+    """The block's id (base64 of 1 to :data:`MAX_BLOCK_ID_BYTES` bytes), as base64.
+
+    Kept encoded, as Azurite keeps it: an id is any bytes, and not every client's is text
+    (AzCopy's hold a binary GUID). Encoded again from its bytes, so that one id has one form.
+    """
     try:
-        return base64.b64decode(encoded or "", validate=True).decode()
-    except (binascii.Error, UnicodeDecodeError):
+        decoded = base64.b64decode(encoded or "", validate=True)
+    except binascii.Error:
+        decoded = b""
+    if not decoded or len(decoded) > MAX_BLOCK_ID_BYTES:
         raise UploadRefusedError(
-            400, "InvalidQueryParameterValue", f"blockid {encoded!r} is not base64"
-        ) from None
+            400,
+            "InvalidQueryParameterValue",
+            f"blockid {encoded!r} is not the base64 of 1 to {MAX_BLOCK_ID_BYTES} bytes",
+        )
+    return base64.b64encode(decoded).decode()
 
 
 def _block_list(body: bytes) -> list[str]:

@@ -10,6 +10,7 @@ taken twice; an interrupted upload resumes with only the blocks it lacks.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
@@ -201,3 +202,41 @@ def test_the_sweep_removes_uploads_no_batch_took(
         storage.close()
     assert incoming(settings) == []
     assert submit(client, blob).status_code == 409  # nothing left to take
+
+
+def test_block_ids_are_any_bytes_as_on_azure(client: httpx.Client) -> None:
+    """Not every client's ids are text: AzCopy's hold a binary GUID."""
+    grant = client.post("/uploads").json()
+    url = httpx.URL(str(client.base_url.join(grant["upload_url"])))
+    data = csv_file(rows(5))
+    ids = [base64.b64encode(bytes([0xDB, 0xC8, index]) + bytes(33)).decode() for index in (0, 1)]
+    half = len(data) // 2
+    for block_id, part in zip(ids, (data[:half], data[half:]), strict=True):
+        staged = httpx.put(
+            url.copy_merge_params({"comp": "block", "blockid": block_id}), content=part
+        )
+        assert staged.status_code == 201, staged.text
+    latest = "".join(f"<Latest>{block_id}</Latest>" for block_id in ids)
+    committed = httpx.put(
+        url.copy_merge_params({"comp": "blocklist"}),
+        content=f'<?xml version="1.0" encoding="utf-8"?><BlockList>{latest}</BlockList>',
+    )
+    assert committed.status_code == 201, committed.text
+
+    accepted = submit(client, grant["blob"])
+    assert accepted.status_code == 202, accepted.text
+    assert accepted.json()["transactions"] == 5
+
+
+@pytest.mark.parametrize("method", ["HEAD", "GET"])
+def test_a_grant_reads_nothing(client: httpx.Client, method: str) -> None:
+    """Get Blob Properties and Get Blob are refused as storage refuses a write-only SAS
+    (AzCopy reads the length after an upload, and takes this answer as "write-only")."""
+    grant = client.post("/uploads").json()
+    url = str(client.base_url.join(grant["upload_url"]))
+    BlobClient.from_blob_url(url).upload_blob(csv_file(rows(5)))
+
+    read = httpx.request(method, url)
+
+    assert read.status_code == 403
+    assert read.headers["x-ms-error-code"] == "AuthorizationPermissionMismatch"

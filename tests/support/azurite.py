@@ -25,11 +25,11 @@ from billing.devtools.azurite import (
 __all__ = ["AzuriteInfo", "azurite", "free_ports", "unavailable"]
 
 
-def unavailable(reason: str) -> NoReturn:
+def unavailable(reason: str, tool: str = "Azurite") -> NoReturn:
     """Skip on a developer machine; fail under CI, where a skipped backend is a hole."""
     if os.environ.get("CI"):
-        pytest.fail(f"Azurite is required under CI: {reason}", pytrace=False)
-    pytest.skip(f"Azurite tests skipped: {reason}")
+        pytest.fail(f"{tool} is required under CI: {reason}", pytrace=False)
+    pytest.skip(f"{tool} tests skipped: {reason}")
 
 
 @pytest.fixture(scope="session")
