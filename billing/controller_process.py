@@ -54,19 +54,21 @@ def wedged_probe(worker: ControllerWorker) -> Probe:
     return probe
 
 
+def ready_probe(worker: ControllerWorker) -> Probe:
+    """The controller's readiness: :func:`warehouse_probe`, then :func:`wedged_probe`."""
+    return first_reason(warehouse_probe(worker), wedged_probe(worker))
+
+
 def run_controller(settings: Settings, health: RoleHealth) -> None:
-    """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` in
-    ``health`` meanwhile."""
+    """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` and
+    :func:`ready_probe` in ``health`` meanwhile."""
     deployment = Deployment(settings, provision=False)
     worker = deployment.controller()
 
     def start() -> None:
         ensure_resources(settings, deployment.storage, deployment.bus)
         deployment.start(worker)
-        health.register(
-            listener_probe(worker),
-            ready_probe=first_reason(warehouse_probe(worker), wedged_probe(worker)),
-        )
+        health.register(listener_probe(worker), ready_probe=ready_probe(worker))
 
     def stop() -> None:
         health.withdraw()
