@@ -238,8 +238,9 @@ class QueueListener:
         busy = self._busy.longest()
         if busy is None or busy.seconds <= self.config.wedged_handler_seconds:
             return None
+        seconds = f"{busy.seconds:.0f}" if busy.seconds >= 10 else f"{busy.seconds:.1f}"
         return (
-            f"handler thread {busy.thread} busy for {busy.seconds:.0f} s "
+            f"handler thread {busy.thread} busy for {seconds} s "
             f"(over {self.config.wedged_handler_seconds:g} s) with message {busy.message_id} "
             f"of {busy.queue_name}"
         )
