@@ -28,7 +28,8 @@ class WedgedReport:
 
     def write(self, reason: str | None) -> None:
         """The worker's latest reason (None: no handler is wedged)."""
-        encoded = (reason or "").encode("utf-8", "replace")[: REASON_BYTES - 1]
+        cut = (reason or "").encode("utf-8", "replace")[: REASON_BYTES - 1]
+        encoded = cut.decode("utf-8", "ignore").encode()  # a character cut in two is dropped
         with self._text.get_lock():
             if self._text.value != encoded:  # the same reason tick after tick: no write
                 self._text.value = encoded
@@ -37,4 +38,4 @@ class WedgedReport:
         """The worker's last reason, or None."""
         with self._text.get_lock():
             text = self._text.value
-        return text.decode("utf-8", "replace") or None
+        return text.decode() or None
