@@ -14,7 +14,7 @@ from billing.deployment import Deployment
 from controller.worker import ControllerWorker
 from shared.lifecycle import run_until_signalled
 from shared.provision import ensure_resources
-from shared.role_health import Probe, RoleHealth
+from shared.role_health import Probe, RoleHealth, first_reason
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -43,16 +43,32 @@ def warehouse_probe(worker: ControllerWorker) -> Probe:
     return probe
 
 
+def wedged_probe(worker: ControllerWorker) -> Probe:
+    """Ready while no handler is stuck on one message past ``BILLING_WEDGED_HANDLER_SECONDS``:
+    a stuck handler holds its dequeue thread and keeps its message's lease renewed, so
+    neither that message nor the thread's next ones move."""
+
+    def probe() -> str | None:
+        return worker.wedged_handler
+
+    return probe
+
+
+def ready_probe(worker: ControllerWorker) -> Probe:
+    """The controller's readiness: :func:`warehouse_probe`, then :func:`wedged_probe`."""
+    return first_reason(warehouse_probe(worker), wedged_probe(worker))
+
+
 def run_controller(settings: Settings, health: RoleHealth) -> None:
-    """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` in
-    ``health`` meanwhile."""
+    """Provision, start, block until SIGTERM/SIGINT, stop; :func:`listener_probe` and
+    :func:`ready_probe` in ``health`` meanwhile."""
     deployment = Deployment(settings, provision=False)
     worker = deployment.controller()
 
     def start() -> None:
         ensure_resources(settings, deployment.storage, deployment.bus)
         deployment.start(worker)
-        health.register(listener_probe(worker), ready_probe=warehouse_probe(worker))
+        health.register(listener_probe(worker), ready_probe=ready_probe(worker))
 
     def stop() -> None:
         health.withdraw()

@@ -18,6 +18,7 @@ from types import FrameType
 
 from billing.deployment import Deployment
 from processor.supervisor import ProcessorSupervisor
+from processor.wedged_report import WedgedReport
 from shared.domain.priority import Priority
 from shared.gc_tuning import tune_collector
 from shared.lifecycle import Shutdown
@@ -48,7 +49,7 @@ def run_processors(
         settings, processes=processes, priorities=priorities, worker_main=run_worker_process
     )
     supervisor.start()
-    health.register(workers_probe(supervisor))
+    health.register(workers_probe(supervisor), ready_probe=wedged_probe(supervisor))
     try:
         supervisor.watch(shutdown)
     finally:
@@ -70,13 +71,27 @@ def workers_probe(supervisor: ProcessorSupervisor) -> Probe:
     return probe
 
 
+def wedged_probe(supervisor: ProcessorSupervisor) -> Probe:
+    """Ready while no worker process has a handler stuck on one message past
+    ``BILLING_WEDGED_HANDLER_SECONDS``: a stuck handler holds its dequeue thread and keeps
+    its message's lease renewed, so neither that chunk nor the thread's next ones move."""
+
+    def probe() -> str | None:
+        wedged = supervisor.wedged
+        return "; ".join(wedged) if wedged else None
+
+    return probe
+
+
 def run_worker_process(
-    settings: Settings, priorities: Sequence[Priority], stop: ProcessEvent
+    settings: Settings, priorities: Sequence[Priority], stop: ProcessEvent, report: WedgedReport
 ) -> None:
     """The body of one worker process (module-level, so that ``spawn`` can import it).
 
     It stops when the supervisor's ``stop`` is set, when it gets SIGTERM/SIGINT itself
-    (Ctrl-C reaches the whole process group) or when the supervisor is gone.
+    (Ctrl-C reaches the whole process group) or when the supervisor is gone. Each look at
+    those also writes its listener's wedged handler into ``report``, for the supervisor's
+    readiness probe.
     """
     configure_logging()
     local_stop = threading.Event()
@@ -91,6 +106,7 @@ def run_worker_process(
         worker = deployment.start(deployment.processor(priorities=priorities))
         tune_collector(settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):
+            report.write(worker.listener.wedged())
             if stop.is_set() or (parent is not None and not parent.is_alive()):
                 break
         deployment.stop(settings.visibility_timeout_seconds)

@@ -271,6 +271,13 @@ class ControllerWorker:
         return self._outage is not None and self._outage.in_outage
 
     @property
+    def wedged_handler(self) -> str | None:
+        """Why the listener is wedged: a handler stuck on one message past
+        ``BILLING_WEDGED_HANDLER_SECONDS`` (one line); None otherwise."""
+        listener = self._listener
+        return listener.wedged() if listener is not None else None
+
+    @property
     def listening(self) -> bool:
         """Started and not stopped (paused for an outage counts: it resumes by itself)."""
         listener = self._listener

@@ -26,14 +26,16 @@ from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
 from multiprocessing.synchronize import Event as ProcessEvent
 
+from processor.wedged_report import WedgedReport
 from shared.domain.priority import Priority
 from shared.lifecycle import Shutdown
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
-#: The body of one worker process: run until the stop event is set.
-WorkerMain = Callable[[Settings, Sequence[Priority], ProcessEvent], None]
+#: The body of one worker process: run until the stop event is set, writing its listener's
+#: wedged handler (if any) into the report meanwhile.
+WorkerMain = Callable[[Settings, Sequence[Priority], ProcessEvent, WedgedReport], None]
 #: Restart delays for a worker that keeps dying: 1 s, 2 s, 4 s … up to this.
 MAX_RESTART_DELAY = 30.0
 #: A worker that ran this long before dying is restarted at once, with a fresh count.
@@ -43,6 +45,7 @@ HEALTHY_UPTIME = 60.0
 @dataclass
 class _Slot:
     number: int
+    report: WedgedReport
     process: SpawnProcess | None = None
     started: float = 0.0
     failures: int = 0
@@ -69,7 +72,7 @@ class ProcessorSupervisor:
         self._priorities = list(priorities)
         self._context = multiprocessing.get_context("spawn")
         self._stop = self._context.Event()
-        self._slots = [_Slot(number) for number in range(processes)]
+        self._slots = [_Slot(number, WedgedReport(self._context)) for number in range(processes)]
 
     def start(self) -> None:
         """Start the workers (the caller has created the resources, once, not N times)."""
@@ -112,13 +115,26 @@ class ProcessorSupervisor:
         ]
 
     @property
+    def wedged(self) -> list[str]:
+        """Why running worker processes are wedged (a handler stuck on one message), each
+        named after its process."""
+        reasons = []
+        for slot in self._slots:
+            process = slot.process
+            reason = slot.report.read() if process is not None and process.is_alive() else None
+            if reason is not None:
+                reasons.append(f"processor-{slot.number}: {reason}")
+        return reasons
+
+    @property
     def pids(self) -> list[int]:
         return [s.process.pid for s in self._slots if s.process and s.process.pid is not None]
 
     def _launch(self, slot: _Slot) -> None:
+        slot.report.write(None)  # what a process that died last wrote is no longer true
         process = self._context.Process(
             target=self._worker_main,
-            args=(self._settings, self._priorities, self._stop),
+            args=(self._settings, self._priorities, self._stop, slot.report),
             name=f"processor-{slot.number}",
         )
         process.start()

@@ -23,6 +23,7 @@ def listener_config(settings: Settings, **overrides: Any) -> ListenerConfig:
         "safety_poll_seconds": settings.safety_poll_seconds,
         "scaling_rule": settings.scaling_rule,
         "max_threads": settings.max_dequeue_threads,
+        "wedged_handler_seconds": settings.wedged_handler_seconds,
     }
     values.update(overrides)
     return ListenerConfig(**values)

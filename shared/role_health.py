@@ -90,6 +90,19 @@ class RoleHealth:
         return WELL if reason is None else Status("unwell", reason)
 
 
+def first_reason(*probes: Probe) -> Probe:
+    """One probe asking ``probes`` in turn: the first reason any gives, or None."""
+
+    def probe() -> str | None:
+        for each in probes:
+            reason = each()
+            if reason is not None:
+                return reason
+        return None
+
+    return probe
+
+
 def _ask(probe: Probe) -> str | None:
     try:
         reason = probe()

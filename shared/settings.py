@@ -233,6 +233,14 @@ class Settings(BaseSettings):
     liveness_interval_seconds: float = setting(
         10.0, tier="operate", description="how often the liveness file is touched", gt=0
     )
+    #: Far above the longest legitimate handling (one storage request whose every retry
+    #: times out: ~8 min), whose lease is renewed meanwhile; see docs/decisions/0060.
+    wedged_handler_seconds: float = setting(
+        600.0,
+        tier="operate",
+        description="a handler busy this long with one message makes its role not ready",
+        gt=0,
+    )
 
     # --- tune: names ---------------------------------------------------------------------
     work_queue_prefix: str = setting(

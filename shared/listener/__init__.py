@@ -11,10 +11,12 @@
 ``renewal``               ``Lease`` and visibility renewal with the newest pop receipt
 ``poison``                ``<queue>-poison`` records and the ``on_poison`` callback
 ``heartbeat``             the state as a table entity per instance, throttled
+``busy``                  which handler is busy since when (a wedged handler)
 ========================  ==========================================================
 """
 
 from shared.listener.backoff import Backoff
+from shared.listener.busy import BusyHandler
 from shared.listener.config import ListenerConfig
 from shared.listener.engine import QueueListener
 from shared.listener.handling import Handler
@@ -30,6 +32,7 @@ __all__ = [
     "HEARTBEAT_IDLE_SECONDS",
     "UNKNOWN_LAST_ERROR",
     "Backoff",
+    "BusyHandler",
     "Handler",
     "Heartbeat",
     "Lease",

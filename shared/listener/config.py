@@ -61,6 +61,10 @@ class ListenerConfig(BaseModel):
     #: arrives without a trigger is found while threads run (triggers reset it at once)
     empty_recheck_seconds: float = Field(default=0.1, ge=0)
     empty_recheck_max_seconds: float = Field(default=10.0, ge=0)
+    #: a handler busy with one message for longer than this is wedged (blocked on a socket
+    #: that never answers, say): far above the longest legitimate handling, whose lease is
+    #: renewed meanwhile (docs/decisions/0060-wedged-handler-readiness.md)
+    wedged_handler_seconds: float = Field(default=600.0, gt=0)
 
     @field_validator("scaling_rule")
     @classmethod

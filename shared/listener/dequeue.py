@@ -62,7 +62,9 @@ class DequeueContext:
 def dequeue_task_main(ctx: DequeueContext) -> bool:
     """Run until stopped or retired; True if the thread retired (it was idle at the cap)."""
     pool_size = min(ctx.handler_parallelism, ctx.batch_size)
-    pool = ThreadPoolExecutor(pool_size, "handler") if pool_size > 1 else None
+    # Named after their dequeue thread, so that a stuck handler's name says whose it is.
+    prefix = f"{threading.current_thread().name}-handler"
+    pool = ThreadPoolExecutor(pool_size, prefix) if pool_size > 1 else None
     idle_count = 0
     held = 0  # of the empty rounds in a row, those within the wake hold
     failures = 0

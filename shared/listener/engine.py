@@ -41,6 +41,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 
 from shared.listener.backoff import Backoff, UniformSource
+from shared.listener.busy import BusyHandler, BusyHandlers
 from shared.listener.config import ListenerConfig
 from shared.listener.dequeue import DequeueContext, dequeue_task_main
 from shared.listener.handling import Handler, MessageHandling
@@ -101,6 +102,7 @@ class QueueListener:
             idle_rescan=self.config.idle_rescan_seconds,
             clock=clock,
         )
+        self._busy = BusyHandlers(clock)
         self._context = DequeueContext(
             planner=self._planner,
             backoff=Backoff(
@@ -118,6 +120,7 @@ class QueueListener:
                 stopping=self._stopping,
                 visibility_timeout=self.config.visibility_timeout,
                 on_handed_back=self._planner.expect_back,
+                busy=self._busy,
                 clock=clock,
             ),
             renewer=self._renewer,
@@ -224,6 +227,23 @@ class QueueListener:
 
     def snapshot(self) -> ListenerSnapshot:
         return self.state.snapshot()
+
+    def longest_busy(self) -> BusyHandler | None:
+        """The handler busy with one message for the longest now (None: every one idle)."""
+        return self._busy.longest()
+
+    def wedged(self) -> str | None:
+        """Why this listener is wedged (one line): a handler busy with one message for longer
+        than ``wedged_handler_seconds``; None otherwise. Cheap enough for every probe."""
+        busy = self._busy.longest()
+        if busy is None or busy.seconds <= self.config.wedged_handler_seconds:
+            return None
+        seconds = f"{busy.seconds:.0f}" if busy.seconds >= 10 else f"{busy.seconds:.1f}"
+        return (
+            f"handler thread {busy.thread} busy for {seconds} s "
+            f"(over {self.config.wedged_handler_seconds:g} s) with message {busy.message_id} "
+            f"of {busy.queue_name}"
+        )
 
     @property
     def stopping(self) -> bool:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 
 from azure.core.exceptions import ResourceNotFoundError
 
+from shared.listener.busy import BusyHandlers
 from shared.listener.poison import ErrorMemory, PoisonMover, describe_error
 from shared.listener.renewal import Lease, LeaseRenewer
 from shared.listener.retry import RetryLater
@@ -47,10 +48,13 @@ class MessageHandling:
         stopping: threading.Event,
         visibility_timeout: float,
         on_handed_back: Callable[[str, float], object] | None = None,
+        busy: BusyHandlers | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``on_handed_back(queue_name, at)``: a message was handed back to that queue and
-        is visible again at ``at`` (``clock`` time)."""
+        is visible again at ``at`` (``clock`` time). ``busy``: where each handling is marked
+        from its start until it is settled."""
+        self.busy = busy or BusyHandlers(clock)
         self._handler = handler
         self._on_handed_back = on_handed_back
         self._visibility_timeout = visibility_timeout
@@ -81,6 +85,10 @@ class MessageHandling:
             self._on_handed_back(lease.queue_name, at)
 
     def handle(self, lease: Lease) -> None:
+        with self.busy.busy(lease.queue_name, lease.message_id):
+            self._settle(lease)
+
+    def _settle(self, lease: Lease) -> None:
         latency: float | None = None
         failed = True
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shared.role_health import RoleHealth, Status
+from shared.role_health import RoleHealth, Status, first_reason
 
 
 def test_starting_until_a_probe_is_registered() -> None:
@@ -37,3 +37,14 @@ def test_withdrawn_it_is_stopping_whatever_the_probe_says() -> None:
     health.register(lambda: None)
     health.withdraw()
     assert health.status() == Status("stopping", "stopping")
+
+
+def test_first_reason_answers_with_the_first_probe_that_has_one() -> None:
+    warehouse: list[str | None] = [None]
+    wedged: list[str | None] = [None]
+    probe = first_reason(lambda: warehouse[0], lambda: wedged[0])
+    assert probe() is None
+    wedged[0] = "handler thread t busy for 612 s"
+    assert probe() == "handler thread t busy for 612 s"
+    warehouse[0] = "the warehouse is unreachable"
+    assert probe() == "the warehouse is unreachable"
