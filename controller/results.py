@@ -9,8 +9,12 @@ Two kinds of message arrive on the output queue (:mod:`shared.contracts.messages
     (:func:`controller.reducer.apply_rows`).
 ``ChunkFailed`` (``kind = "chunk-failed"``: the work item went to a poison queue)
     record the failed chunk (:mod:`controller.failed_chunks`).
+``BatchAbandoned`` (``kind = "batch-abandoned"``: the initiator gave up on a batch before
+    accepting it) record its ``billing.batch.abandoned`` event in the outbox, once
+    (:func:`controller.events.outbox.record_abandoned`); nothing else: the warehouse never
+    knew the batch.
 
-Then, for both, tally the batch, close it when every chunk is settled
+Then, for the first two, tally the batch, close it when every chunk is settled
 (:mod:`controller.completion`) and copy the tally or the outcome into the batch record
 (:mod:`controller.progress`). Only when all of that returned does the listener delete the
 message; if anything raises, the message reappears and the whole sequence runs again,
@@ -39,12 +43,13 @@ from sqlalchemy import Engine
 
 from controller.batch_rows import BatchRows
 from controller.completion import BatchCompletion, Settlement
+from controller.events.outbox import record_abandoned
 from controller.failed_chunks import FailedChunks
 from controller.progress import BatchRecordUpdates, progress_due
 from controller.reducer import OrderIdsInUseError, apply_rows, is_applied
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import RatedRows, decode_result_rows
-from shared.contracts.messages import ChunkFailed, ChunkResult
+from shared.contracts.messages import BatchAbandoned, ChunkFailed, ChunkResult
 from shared.coordination.ids import OrderIdAllocator
 from shared.listener import Lease
 from shared.listener.source import poison_queue
@@ -53,7 +58,7 @@ from shared.tracing import APPLIED, BATCH_ID, CHUNK, QUEUE_SYSTEM, AttributeValu
 
 log = logging.getLogger(__name__)
 
-OutputMessage = ChunkResult | ChunkFailed
+OutputMessage = ChunkResult | ChunkFailed | BatchAbandoned
 
 
 class ResultIntegrityError(RuntimeError):
@@ -65,10 +70,14 @@ class UnknownBatchError(RuntimeError):
 
 
 def parse_output_message(text: str) -> OutputMessage:
-    """A ``ChunkFailed`` if its ``kind`` says so, else a ``ChunkResult`` (which has no kind)."""
+    """A ``ChunkFailed`` or ``BatchAbandoned`` if its ``kind`` says so, else a
+    ``ChunkResult`` (which has no kind)."""
     document = json.loads(text)
-    if isinstance(document, dict) and document.get("kind") == "chunk-failed":
+    kind = document.get("kind") if isinstance(document, dict) else None
+    if kind == "chunk-failed":
         return ChunkFailed.model_validate(document)
+    if kind == "batch-abandoned":
+        return BatchAbandoned.model_validate(document)
     return ChunkResult.model_validate(document)
 
 
@@ -127,6 +136,11 @@ class ResultHandler:
         if isinstance(parsed, ChunkFailed):
             self.chunk_failed(parsed)
             return
+        if isinstance(parsed, BatchAbandoned):
+            # Its event is lost unless the initiator's sweeper sends it again (it does only
+            # while the batch record is still there): logged for an operator.
+            log.error("abandoned batch %s not recorded: %s", parsed.batch_id, last_error)
+            return
         if is_applied(self._engine, parsed.batch_id, parsed.chunk):
             self.settle(parsed.batch_id)
             return
@@ -158,6 +172,8 @@ class ResultHandler:
         message = parse_output_message(text)
         if isinstance(message, ChunkFailed):
             self.chunk_failed(message)
+        elif isinstance(message, BatchAbandoned):
+            self.batch_abandoned(message)
         else:
             self.chunk_result(message)
 
@@ -228,6 +244,15 @@ class ResultHandler:
             return
         self._rows.note_failure(message.batch_id)
         self.settle(message.batch_id)
+
+    def batch_abandoned(self, message: BatchAbandoned) -> bool:
+        """Record an abandoned batch's event; True if this call recorded it, False if an
+        earlier copy of the message did."""
+        with self._turns:
+            recorded = record_abandoned(self._engine, message)
+        if recorded:
+            log.warning("batch %s abandoned (%s)", message.batch_id, message.reason)
+        return recorded
 
     def settle(self, batch_id: str) -> Settlement | None:
         """Tally the batch, close it if settled, and bring its record up to date."""

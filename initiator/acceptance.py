@@ -42,7 +42,7 @@ from initiator.publishing import BatchIntent, Publication, Publisher, is_orphan
 from initiator.publishing.cleanup import abandon
 from initiator.segmented_read import read_in_segments
 from shared.contracts.batch_records import BatchRecord, utc_now
-from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
+from shared.contracts.batch_status import UNFINISHED_INTAKE, AbandonReason, BatchStatus
 from shared.domain.pricebook import Pricebook
 from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
@@ -260,7 +260,10 @@ class BatchAcceptance:
             # The key's claimant stopped renewing its lease (the record): it died before
             # ``accepted``. Remove it now, the key with it, and take the batch over.
             p = self._publisher
-            if abandon(stored, records=records, payloads=p.payloads, keys=keys):
+            stopped = AbandonReason.INTAKE_STOPPED
+            if abandon(
+                stored, stopped, records=records, payloads=p.payloads, keys=keys, results=p.results
+            ):
                 log.warning("removed orphaned batch %s found on a retried key", entry.batch_id)
                 return None
         body.drain()

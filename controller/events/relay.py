@@ -3,7 +3,8 @@
 A thread of each controller process. Each round it reads the events not yet published
 (``published_at IS NULL``, an index), publishes each to the ``batch-events`` topic, and
 only when the bus has taken it marks it published — in the same transaction queueing its
-webhook deliveries (to ``BILLING_WEBHOOK_URLS`` and the batch's own ``callback``). Then it
+webhook deliveries (to ``BILLING_WEBHOOK_URLS`` and the batch's own ``callback``, which the
+event's row holds for an abandoned batch, the ``batches`` row for the others). Then it
 makes the webhook attempts that are due (:mod:`.webhooks`).
 
 At least once: a relay that dies between the publish and the mark publishes the event
@@ -143,7 +144,10 @@ class EventRelay:
             self.published += 1
             if self._webhooks is None:
                 return
-            callback = connection.scalar(select(Batch.callback).where(Batch.batch_id == batch_id))
+            # The event's own callback (an abandoned batch has no row), else the row's.
+            callback = connection.scalar(
+                select(OutboxEvent.callback).where(OutboxEvent.event_id == event_id)
+            ) or connection.scalar(select(Batch.callback).where(Batch.batch_id == batch_id))
             add_deliveries(connection, event_id, [*self._urls, *([callback] if callback else [])])
         log.info("batch event %s of %s published", event_id, batch_id)
 

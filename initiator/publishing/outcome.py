@@ -27,8 +27,8 @@ import time
 from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import mark_abandoned, remove_abandoned
 from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch
-from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
-from shared.storage.ports import BlobContainer
+from shared.contracts.batch_status import UNFINISHED_INTAKE, AbandonReason, BatchStatus
+from shared.storage.ports import BlobContainer, Queue
 
 #: How many read-back rounds before the outcome is declared unknown, and the first pause
 #: between them (doubling). Enough to ride out the SDK's own retries failing once more.
@@ -56,12 +56,16 @@ class IntakeOutcomeUnknownError(Exception):
 def settle(
     batch_id: str,
     last_known: StoredBatch,
+    reason: AbandonReason,
     *,
     records: BatchRecords,
     payloads: BlobContainer,
     keys: IdempotencyKeys,
+    results: Queue,
 ) -> BatchRecord | None:
     """Make a failed intake end one way or the other, and say which, from storage.
+
+    ``reason``: what the batch is abandoned for, if it is (:mod:`.cleanup`).
 
     Returns the record when the batch turned out accepted (the failure came after the
     commit point, or the response to the commit write was lost): the caller answers 202.
@@ -81,7 +85,7 @@ def settle(
                     return None  # removed by the sweeper: never accepted
             if stored.record.status not in _BEFORE_ACCEPTED:
                 return stored.record
-            abandoned = mark_abandoned(stored, records)
+            abandoned = mark_abandoned(stored, records, reason)
         except Exception:
             log.warning(
                 "batch %s: storage failed while settling its intake", batch_id, exc_info=True
@@ -91,16 +95,22 @@ def settle(
         if abandoned is None:
             stored = None  # moved on since it was read: read where to
             continue
-        _remove(abandoned, records=records, payloads=payloads, keys=keys)
+        _remove(abandoned, records=records, payloads=payloads, keys=keys, results=results)
         return None
     raise IntakeOutcomeUnknownError(batch_id)
 
 
 def _remove(
-    stored: StoredBatch, *, records: BatchRecords, payloads: BlobContainer, keys: IdempotencyKeys
+    stored: StoredBatch,
+    *,
+    records: BatchRecords,
+    payloads: BlobContainer,
+    keys: IdempotencyKeys,
+    results: Queue,
 ) -> None:
-    """Best effort: the batch is already ``abandoned``; whatever is left, the sweeper removes."""
+    """Best effort: the batch is already ``abandoned``; whatever is left (its message to
+    the controller included), the sweeper finishes."""
     try:
-        remove_abandoned(stored, records=records, payloads=payloads, keys=keys)
+        remove_abandoned(stored, records=records, payloads=payloads, keys=keys, results=results)
     except Exception:
         log.exception("could not clean up batch %s; the sweeper will", stored.record.batch_id)

@@ -18,14 +18,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from initiator.idempotency import IdempotencyKeys
+from initiator.idempotency import DuplicateBodyError, IdempotencyKeys, IdempotencyKeyTakenError
 from initiator.publishing.outcome import IntakeOutcomeUnknownError, settle
 from initiator.publishing.payloads import PayloadWriter, StoredChunk
 from initiator.publishing.trigger import announce
 from initiator.publishing.work_items import send_work_items, work_items
 from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord, BatchRecords, StoredBatch, utc_now
-from shared.contracts.batch_status import BatchStatus
+from shared.contracts.batch_status import AbandonReason, BatchStatus
 from shared.contracts.chunk_payload import DEFAULT_COMPRESSLEVEL, NumberedTransaction
 from shared.coordination.work_signal import signal_work
 from shared.domain.priority import PRIORITIES, Priority
@@ -87,6 +87,7 @@ class Publisher:
         self.keys = IdempotencyKeys(table)
         self.payloads = storage.container(settings.payload_container)
         self.control = storage.container(settings.control_container)
+        self.results = storage.queue(settings.output_queue)  # where an abandonment is told
         self.work_queues = {
             p: [storage.queue(q) for q in settings.work_queues(p)] for p in PRIORITIES
         }
@@ -152,7 +153,8 @@ class Publication:
                 "could not delete the payloads of %s; the sweeper will", self._intent.batch_id
             )
         try:
-            self._settle()  # a batch never ``accepting`` cannot turn out accepted
+            # A batch never ``accepting`` cannot turn out accepted; its sender holds no id.
+            self._settle(AbandonReason.DISCARDED)
         except IntakeOutcomeUnknownError:
             log.warning("rejected batch %s left for the sweeper", self._intent.batch_id)
 
@@ -189,8 +191,13 @@ class Publication:
             self._signal_work()
             self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
             fault("record_accepted")
-        except Exception:
-            accepted = self._settle()
+        except Exception as error:
+            # A refusal the sender is answered with (another request holds the key or the
+            # body) discards the batch; a storage failure abandons it with an event.
+            refused = isinstance(error, IdempotencyKeyTakenError | DuplicateBodyError)
+            accepted = self._settle(
+                AbandonReason.DISCARDED if refused else AbandonReason.INTAKE_FAILED
+            )
             if accepted is None:
                 raise
             log.warning(
@@ -323,14 +330,17 @@ class Publication:
         self._save()
         self._last_heartbeat = time.monotonic()
 
-    def _settle(self) -> BatchRecord | None:
-        """The accepted record if storage shows the batch accepted after all, else None."""
+    def _settle(self, reason: AbandonReason) -> BatchRecord | None:
+        """The accepted record if storage shows the batch accepted after all, else None
+        (abandoned for ``reason``)."""
         assert self._stored is not None
         p = self._p
         return settle(
             self._intent.batch_id,
             self._stored,
+            reason,
             records=p.records,
             payloads=p.payloads,
             keys=p.keys,
+            results=p.results,
         )

@@ -3,9 +3,11 @@
 A batch whose record has stayed in ``receiving`` or ``accepting`` (or ``abandoned``) without
 a sign of life for ``orphan_age_seconds`` was being accepted by an initiator that died, or
 that lost storage before it could clean up: its payload blobs, idempotency mapping and
-record are removed (see :func:`~.cleanup.abandon`), and any work items it had already sent
-are dropped by processors, which find no accepted batch. Live uploads refresh their record
-every minute, far more often than the default age.
+record are removed (see :func:`~.cleanup.abandon`; the controller is told first, so that a
+``billing.batch.abandoned`` event is published), and any work items it had already sent
+are dropped by processors, which find no accepted batch. A record already ``abandoned``
+keeps the reason it was given; the others are abandoned as stopped intakes. Live uploads
+refresh their record every minute, far more often than the default age.
 
 Every initiator sweeps at start and then every ``orphan_sweep_seconds`` while it runs
 (:class:`OrphanSweeper`); several replicas sweeping at once is safe, since each removal
@@ -24,7 +26,7 @@ from initiator.idempotency import IdempotencyKeys
 from initiator.publishing.cleanup import abandon
 from initiator.uploads.sweep import sweep_uploads
 from shared.contracts.batch_records import BatchRecords, StoredBatch, utc_now
-from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
+from shared.contracts.batch_status import UNFINISHED_INTAKE, AbandonReason, BatchStatus
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 
@@ -51,6 +53,7 @@ def sweep_orphans(
     records = BatchRecords(table)
     keys = IdempotencyKeys(table)
     payloads = storage.container(settings.payload_container)
+    results = storage.queue(settings.output_queue)
     stale = [
         stored
         for stored in records.in_status(
@@ -61,7 +64,14 @@ def sweep_orphans(
     removed = [
         stored.record.batch_id
         for stored in stale
-        if abandon(stored, records=records, payloads=payloads, keys=keys)
+        if abandon(
+            stored,
+            AbandonReason.INTAKE_STOPPED,
+            records=records,
+            payloads=payloads,
+            keys=keys,
+            results=results,
+        )
     ]
     if removed:
         log.warning("swept %d orphaned batch(es): %s", len(removed), ", ".join(removed))

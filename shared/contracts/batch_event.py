@@ -10,6 +10,8 @@ A CloudEvents 1.0 event in structured JSON mode (one JSON object, the attributes
 Its ``id`` is derived from the batch id and the outcome (a name-based UUID), so that one
 outcome has one id wherever and however often it is published: receivers de-duplicate on
 it. A batch closed ``failed`` that is redriven and completes has two outcomes, two events.
+An ``abandoned`` batch (the initiator gave up on it before accepting it) was never
+processed: its ``data`` has no warehouse figures, and ``reason`` says why.
 The JSON schema is ``docs/schemas/batch-event.schema.json``.
 """
 
@@ -88,6 +90,10 @@ class BatchEventData(BaseModel):
     reconciled: bool | None = Field(description="whether the two agree; null if not closed")
     completed_at: datetime
     invoice_mismatches: int = Field(ge=0, description="invoices unequal to their charges")
+    reason: Literal["intake_failed", "intake_stopped"] | None = Field(
+        default=None,
+        description="abandoned only: why the intake gave up on the batch before accepting it",
+    )
 
 
 class BatchEvent(BaseModel):
@@ -118,6 +124,7 @@ def batch_event(
     warehouse_totals: ControlTotals | None,
     reconciled: bool | None,
     invoice_mismatches: int = 0,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """The CloudEvent as a JSON-able dict; ``data`` mirrors ``GET /batches/{id}``'s figures."""
     event = BatchEvent.model_validate(
@@ -143,11 +150,15 @@ def batch_event(
                     "reconciled": reconciled,
                     "completed_at": time,
                     "invoice_mismatches": invoice_mismatches,
+                    "reason": reason,
                 }
             ),
         }
     )
-    return event.model_dump(mode="json")
+    dumped = event.model_dump(mode="json")
+    if reason is None:
+        del dumped["data"]["reason"]  # only an abandoned event has one
+    return dumped
 
 
 def json_schema() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.contracts.batch_status import UNFINISHED_INTAKE, BatchStatus
+from shared.contracts.batch_status import UNFINISHED_INTAKE, AbandonReason, BatchStatus
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotals
 from shared.storage.ports import Entity, Table
@@ -58,6 +58,9 @@ class BatchRecord(BaseModel):
     callback: str | None = Field(
         default=None, description="the sender's webhook URL for the batch's outcome event"
     )
+    # Written by the deciding write of an abandonment (initiator.publishing.cleanup).
+    abandon_reason: AbandonReason | None = None
+    abandoned_at: datetime | None = None
     # Written by the controller when it closes the batch (copied from the warehouse row).
     completed_at: datetime | None = None
     warehouse_totals: ControlTotals | None = None
@@ -74,6 +77,8 @@ class BatchRecord(BaseModel):
             mode="python",
         )
         properties["status"] = self.status.value
+        if self.abandon_reason is not None:
+            properties["abandon_reason"] = self.abandon_reason.value
         for prefix, totals in (
             (_TOTALS_PREFIX, self.control_totals),
             (_WAREHOUSE_PREFIX, self.warehouse_totals),

@@ -13,7 +13,9 @@ A batch moves through explicit states (rq-style registries, one place to read th
     Set by the controller: a chunk was applied, every chunk is in (or failed).
 ``abandoned``
     The initiator gave up on it (a failure while accepting) or the sweeper found it stuck
-    in ``receiving``/``accepting``; its blobs and record are being removed.
+    in ``receiving``/``accepting``; its blobs and record are being removed. Why is its
+    :class:`AbandonReason`, which also decides whether a ``billing.batch.abandoned`` event
+    is published.
 
 Every transition is an ETag-conditional update, so the initiator's ``accepting → accepted``
 and the sweeper's ``accepting → abandoned`` cannot both win.
@@ -46,3 +48,22 @@ WAREHOUSE_STATUSES = (
 #: A batch still taking chunks, and a closed one.
 OPEN_STATUSES = (BatchStatus.ACCEPTED, BatchStatus.PROCESSING)
 FINAL_STATUSES = (BatchStatus.COMPLETED, BatchStatus.FAILED)
+
+
+class AbandonReason(StrEnum):
+    """Why a batch was abandoned, written with ``abandoned`` in the deciding write."""
+
+    #: Rejected (a bad file, a duplicate, a lost idempotency race), the client hung up
+    #: during the upload, or read again under another id: the sender never held this
+    #: batch id as a batch it had sent, so no event (a rejected batch leaves no trace).
+    DISCARDED = "discarded"
+    #: Storage failed while the valid batch was being accepted; the sender was answered
+    #: ``503`` "not accepted" (or lost the answer).
+    INTAKE_FAILED = "intake_failed"
+    #: The intake went silent (its initiator died or lost storage) and was swept.
+    INTAKE_STOPPED = "intake_stopped"
+
+    @property
+    def published(self) -> bool:
+        """Whether this abandonment is announced as a ``billing.batch.abandoned`` event."""
+        return self is not AbandonReason.DISCARDED

@@ -10,11 +10,14 @@ sent them (``trace``, :mod:`shared.tracing`), left out of the text when nothing 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.contracts.batch_status import AbandonReason
 from shared.domain.priority import Priority
+from shared.domain.transactions import ControlTotals
 
 
 class _Message(BaseModel):
@@ -81,6 +84,24 @@ class ChunkFailed(_Message):
     chunk: int = Field(ge=0)
     poison_queue: str
     error: str
+
+
+class BatchAbandoned(_Message):
+    """The initiator gave up on a batch before accepting it: the controller records its
+    ``billing.batch.abandoned`` event. Sent after the deciding write and before the batch
+    record is deleted, again by a sweeper that finishes the removal: the event's one id
+    makes every copy after the first a no-op."""
+
+    v: Literal[1] = 1
+    kind: Literal["batch-abandoned"] = "batch-abandoned"
+    batch_id: str
+    priority: Priority
+    reason: AbandonReason
+    abandoned_at: datetime
+    transactions: int = Field(ge=0, description="0 if abandoned while still receiving")
+    chunks: int = Field(ge=0)
+    control_totals: ControlTotals | None = Field(description="null until the body was valid")
+    callback: str | None = Field(default=None, description="the sender's webhook URL")
 
 
 class TriggerEvent(_Traced):

@@ -151,8 +151,10 @@ class AppliedChunk(Base):
 
 class OutboxEvent(Base):
     """A batch event to publish (the outbox): written in the transaction that closes the
-    batch, published by the controller's relay, which sets ``published_at`` only after the
-    bus took it (controller.events). One row per outcome: the id is derived from it."""
+    batch (or, for an abandoned batch, which the warehouse never sees, when the initiator
+    reports it), published by the controller's relay, which sets ``published_at`` only after
+    the bus took it (controller.events). One row per outcome: the id is derived from it.
+    ``batch_id`` is no foreign key, for that abandoned batch."""
 
     __tablename__ = "batch_events"
     __table_args__ = (
@@ -168,6 +170,9 @@ class OutboxEvent(Base):
     #: the CloudEvent, exactly the bytes published and signed (shared.contracts.batch_event)
     body: Mapped[str] = mapped_column(Text)
     published_at: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    #: the sender's webhook URL, for an event whose batch has no ``batches`` row (abandoned);
+    #: else null, and the relay reads the row's
+    callback: Mapped[str | None] = mapped_column(String(CALLBACK_LENGTH))
 
 
 class WebhookDelivery(Base):

@@ -21,7 +21,7 @@ from billing import deployment as composition
 from initiator.publishing import BatchIntent, FaultHook, Publisher
 from shared.bus.ports import TriggerBus
 from shared.contracts.batch_records import BatchRecord, BatchRecords
-from shared.contracts.messages import ChunkFailed, ChunkResult
+from shared.contracts.messages import BatchAbandoned, ChunkFailed, ChunkResult
 from shared.domain.pricebook_store import PricebookStore
 from shared.domain.priority import Priority
 from shared.domain.transactions import ControlTotalsBuilder, Transaction
@@ -112,9 +112,23 @@ class Deployment(composition.Deployment):
 
     # --- observing ------------------------------------------------------------------------
     def output(self) -> list[OutputMessage]:
-        """Everything on the output queue (peeked: left in place for the controller)."""
+        """What processors put on the output queue (peeked: left in place for the
+        controller); the initiator's reports of abandoned batches are left out."""
         peeked = self.storage.queue(self.settings.output_queue).peek()
-        return [_parse_output(message.content) for message in peeked]
+        return [
+            _parse_output(message.content)
+            for message in peeked
+            if json.loads(message.content).get("kind") != "batch-abandoned"
+        ]
+
+    def abandoned_reports(self) -> list[BatchAbandoned]:
+        """The initiator's reports of abandoned batches on the output queue."""
+        peeked = self.storage.queue(self.settings.output_queue).peek()
+        return [
+            BatchAbandoned.model_validate_json(message.content)
+            for message in peeked
+            if json.loads(message.content).get("kind") == "batch-abandoned"
+        ]
 
     def results(self) -> list[ChunkResult]:
         return [m for m in self.output() if isinstance(m, ChunkResult)]

@@ -63,6 +63,7 @@ def test_an_item_of_a_batch_never_accepted_is_dropped(
     assert wait_until(lambda: deployment.work_depth() == 0)
     assert worker.snapshot().listener.handled == 1
     assert deployment.output() == []
+    assert [report.batch_id for report in deployment.abandoned_reports()] == [batch_id]
 
 
 def test_an_item_of_a_batch_still_accepting_reappears_until_accepted(

@@ -13,7 +13,13 @@ import pytest
 from pydantic import ValidationError
 
 from controller.results import parse_output_message
-from shared.contracts.messages import ChunkFailed, ChunkResult, TriggerEvent, WorkItem
+from shared.contracts.messages import (
+    BatchAbandoned,
+    ChunkFailed,
+    ChunkResult,
+    TriggerEvent,
+    WorkItem,
+)
 
 WORK_ITEM = WorkItem(
     batch_id="b",
@@ -44,6 +50,16 @@ def test_results_and_failures_with_new_fields_keep_their_kind() -> None:
     failed = ChunkFailed(batch_id="b", chunk=2, poison_queue="work-normal-0-poison", error="x")
     assert parse_output_message(with_field(result.to_text(), rows_format=2)) == result
     assert parse_output_message(with_field(failed.to_text(), attempts=5)) == failed
+    abandoned = BatchAbandoned(
+        batch_id="b",
+        priority="low",
+        reason="intake_stopped",
+        abandoned_at="2026-12-05T01:02:03Z",
+        transactions=0,
+        chunks=0,
+        control_totals=None,
+    )
+    assert parse_output_message(with_field(abandoned.to_text(), node="i-1")) == abandoned
 
 
 def test_a_trigger_with_a_new_field_is_read() -> None:

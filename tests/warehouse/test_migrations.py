@@ -46,7 +46,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0006"
+    assert current_revision(warehouse_url) == head_revision() == "0007"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
