@@ -191,4 +191,5 @@ def test_the_demo_counts_its_batchs_requests_not_later_batches_nor_the_dashboard
     assert all("@" not in kind for kind in result.storage_requests)
     # The dashboard's sampling during the batch is reported apart.
     assert result.onlooker_requests
-    assert all(kind.endswith("@dashboard") for kind in result.onlooker_requests)
+    # The dashboard's depth queries, and the status polls' listing of rated chunks.
+    assert all(kind.endswith(("@dashboard", "@status")) for kind in result.onlooker_requests)

@@ -31,7 +31,7 @@ from tests.support.deployment_settings import (
 
 DESCRIPTOR_LIMIT = 256
 #: Enough to exhaust the limit many times over if a batch kept even one descriptor.
-BATCHES = 400
+BATCHES = 300
 API_KEY = "descriptor-test-key"
 HEADER = "transaction_id,customer_id,sku,quantity,region,occurred_at\n"
 
