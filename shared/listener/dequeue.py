@@ -110,7 +110,14 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
         if ctx.stopping.is_set() or not ctx.running.is_set():
             break  # stopped or paused: not one more request, even within a round
         requested_at = ctx.clock()  # visibility runs from the request, so count from here
-        messages = source.queue.receive(ctx.batch_size, ctx.visibility_timeout)
+        try:
+            messages = source.queue.receive(ctx.batch_size, ctx.visibility_timeout)
+        except Exception:
+            # The receive may have been served and its answer lost: its messages are then
+            # hidden from everyone until the visibility timeout, so look for them then
+            # (and keep a thread to do it), as for messages handed back.
+            ctx.handling.expect_back(source.name, requested_at + ctx.visibility_timeout)
+            raise
         if not messages:
             ctx.planner.mark_empty(source)
             # An empty receive is the freshest reading of the queue's depth there is: without

@@ -78,11 +78,15 @@ class MessageHandling:
             return self._returns_due_by
 
     def _expect_back(self, lease: Lease, after_seconds: float) -> None:
-        at = self._clock() + after_seconds
+        self.expect_back(lease.queue_name, self._clock() + after_seconds)
+
+    def expect_back(self, queue_name: str, at: float) -> None:
+        """Messages of ``queue_name`` this listener cannot see may be visible again at ``at``
+        (``clock`` time): handed back, or hidden by a receive whose answer never came."""
         with self._due_lock:
             self._returns_due_by = max(self._returns_due_by, at)
         if self._on_handed_back is not None:
-            self._on_handed_back(lease.queue_name, at)
+            self._on_handed_back(queue_name, at)
 
     def handle(self, lease: Lease) -> None:
         with self.busy.busy(lease.queue_name, lease.message_id):

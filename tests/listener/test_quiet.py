@@ -4,8 +4,11 @@ depth scans while every queue was empty, without stranding work it cannot be tol
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from tests.listener.helpers import ListenerFactory, fast_config, make_sources, wait_until
+from azure.core.exceptions import ServiceResponseError
+
+from tests.listener.helpers import ListenerFactory, fast_config, make_sources, memq, wait_until
 from tests.support.memory_queue import MemoryQueues
 
 TICK = 0.05
@@ -122,4 +125,46 @@ def test_a_trigger_whose_queue_is_empty_does_not_quiet_a_poll_that_saw_messages(
     )
     listener.start(threads=0)
     listener.on_work_detected([announced_on.name])  # finds its queue empty
+    assert wait_until(lambda: listener.snapshot().handled == 1)
+
+
+def test_messages_a_lost_receive_hid_are_found_although_no_scan_saw_them(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """A receive served whose answer was lost hid its messages for the visibility timeout,
+    and the last scan (every queue empty) came before they were sent. The listener looks for
+    them when they are due, as for messages it handed back, and keeps a thread until then:
+    its threads would otherwise find the queue empty, retire, and leave a quiet poll."""
+    (source,) = make_sources(queues)
+    queue = memq(source)
+    listener = listener_factory(
+        [source],
+        lambda lease: None,
+        fast_config(
+            safety_poll_seconds=TICK,
+            quiet_rescan_seconds=600,
+            idle_rescan_seconds=600,
+            visibility_timeout=1,
+        ),
+        trigger_available=True,
+    )
+    listener.start()
+    assert wait_until(lambda: listener.snapshot().safety_poll_only)
+    listener.on_work_detected()  # a work signal: a scan that sees nothing, and one thread
+    assert listener.snapshot().active_threads == 1
+
+    receive = queue.receive
+    lost: list[Any] = []
+
+    def receive_with_its_answer_lost_once(max_messages: int, visibility_timeout: int) -> list[Any]:
+        messages = receive(max_messages, visibility_timeout)
+        if messages and not lost:
+            lost.extend(messages)
+            raise ServiceResponseError("the answer was lost on its way back")
+        return messages
+
+    queue.receive = receive_with_its_answer_lost_once  # type: ignore[method-assign]
+    queue.send("announced by a trigger while a thread ran: no scan")
+    listener.on_work_detected([source.name])
+    assert wait_until(lambda: bool(lost))
     assert wait_until(lambda: listener.snapshot().handled == 1)
