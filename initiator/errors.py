@@ -250,7 +250,6 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BodyTooLargeError, _body_too_large)
     app.add_exception_handler(IdempotencyConflictError, _idempotency_conflict)
     app.add_exception_handler(DuplicateBodyError, _duplicate_body)
-    app.add_exception_handler(DuplicateBodyError, _duplicate_body)
     app.add_exception_handler(IdempotencyInProgressError, _idempotency_in_progress)
     app.add_exception_handler(NoPricebookError, _no_pricebook)
     app.add_exception_handler(UploadUnknownError, _upload_unknown)
