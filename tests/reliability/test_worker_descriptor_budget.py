@@ -44,9 +44,10 @@ SAMPLE_EVERY = 50
 CLOSE_TIMEOUT_SECONDS = 120.0
 WORKERS = ("processor", "controller")
 #: The most the threads and descriptors of a worker may step up by: one more dequeue
-#: thread with its pool (threads) and their SQLite connections (descriptors).
+#: thread with its pool (threads) and their connections (descriptors: on the embedded
+#: backend six a thread, two SQLite databases with their WAL and shared-memory files).
 THREAD_STEP = 4
-DESCRIPTOR_STEP = 16
+DESCRIPTOR_STEP = 6 * THREAD_STEP + 8
 
 
 @contextmanager
