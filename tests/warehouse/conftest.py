@@ -19,6 +19,7 @@ from sqlalchemy import Engine, create_engine, insert, text
 from sqlalchemy.engine import make_url
 
 from shared.warehouse import Batch, make_engine, upgrade
+from tests.support.postgres import drop_database
 
 POSTGRES_URL_VARIABLE = "BILLING_TEST_POSTGRES_URL"
 #: One prefix per test session, so leftovers of an aborted run are easy to spot and drop.
@@ -48,9 +49,7 @@ def postgres_url(postgres_admin: Engine, request: pytest.FixtureRequest) -> Iter
     with postgres_admin.connect() as connection:
         connection.execute(text(f'CREATE DATABASE "{name}"'))
     yield make_url(postgres_admin.url).set(database=name).render_as_string(hide_password=False)
-    with postgres_admin.connect() as connection:
-        # FORCE: a test that failed may have left a connection open.
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    drop_database(postgres_admin, name)
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

@@ -18,6 +18,7 @@ from sqlalchemy.exc import ProgrammingError
 
 from shared.warehouse import upgrade
 from shared.warehouse.access import WAREHOUSE_ACCESS, grant_access
+from tests.support.postgres import drop_database
 
 PASSWORD = "role-test-password"
 
@@ -46,7 +47,8 @@ def role_users(postgres_admin: Engine, postgres_url: str) -> Iterator[dict[str, 
         ).scalar_one():
             assert time.monotonic() < deadline, "sessions of the test roles did not end"
             time.sleep(0.05)
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
+    drop_database(postgres_admin, database)
+    with postgres_admin.connect() as connection:
         for user in users.values():
             connection.execute(text(f'DROP ROLE "{user}"'))
 
