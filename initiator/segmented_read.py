@@ -45,7 +45,7 @@ from typing import Protocol
 from initiator.intake.blank_lines import MAX_BLANK_LINES
 from initiator.intake.decompress import batch_bytes
 from initiator.intake.duplicates import DuplicateDetector
-from initiator.intake.fields import CodeBook
+from initiator.intake.fields import CodeBook, KnownCodes
 from initiator.intake.header import MAX_HEADER_BYTES, MAX_HEADER_COLUMNS
 from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, strip_bom_and_sniff
 from initiator.intake.media import BatchFormat, format_for, gzip_declared
@@ -155,7 +155,7 @@ class _SegmentedRead:
         sink: ChunkSink,
         helpers: IntakeHelpers,
     ) -> None:
-        self._codes = codes
+        self._codes = KnownCodes.of(codes)  # sent with every segment: the codes alone
         self._batch_id = batch_id
         self._header = header
         self._sink = sink

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import ClassVar, Protocol
 
@@ -58,6 +59,27 @@ class CodeBook(Protocol):
     def has_sku(self, sku: str) -> bool: ...
 
     def has_region(self, region: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class KnownCodes:
+    """A pricebook's codes and nothing else: the :class:`CodeBook` an intake helper is sent
+    with every segment. A whole :class:`~shared.domain.pricebook.Pricebook` of 5,000 SKUs
+    pickles to ~0.8 MB of ``Decimal`` tiers, a third of a second each way per segment; its
+    codes to ~60 KB."""
+
+    skus: Mapping[str, None]
+    regions: Mapping[str, None]
+
+    @classmethod
+    def of(cls, book: CodeBook) -> KnownCodes:
+        return cls(dict.fromkeys(book.skus), dict.fromkeys(book.regions))
+
+    def has_sku(self, sku: str) -> bool:
+        return sku in self.skus
+
+    def has_region(self, region: str) -> bool:
+        return region in self.regions
 
 
 class TransactionValidator:
