@@ -236,7 +236,12 @@ class Pricebook(PricebookModel):
         Equal for books that differ only in key order, whitespace or decimal spelling, so
         it can name the pricebook version a batch was pinned to.
         """
-        return hashlib.sha256(self.to_json()).hexdigest()[:16]
+        return document_version(self.to_json())
+
+
+def document_version(canonical_json: bytes) -> str:
+    """The version of a pricebook whose canonical JSON is ``canonical_json``."""
+    return hashlib.sha256(canonical_json).hexdigest()[:16]
 
 
 class PricebookError(ValueError):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from shared.domain.pricebook import PricebookError, sample_pricebook
+from shared.domain.pricebook import Pricebook, PricebookError, sample_pricebook
 from shared.domain.pricebook_store import (
     CURRENT_BLOB,
     NoPricebookError,
@@ -120,3 +120,36 @@ def test_a_concurrent_upload_makes_the_pointer_write_retry() -> None:
     assert container.pointer_writes == 4
     rival_version = store.get(ours)  # both versions are stored
     assert rival_version.unit_price_minor("SEAT-PRO") == 3199
+
+
+def test_a_stored_version_is_checked_against_its_hash() -> None:
+    container = MemoryBlobContainer()
+    store = PricebookStore(container)
+    version = store.upload(_variant("31.99"))
+    tampered = container.get(version_blob(version)).data.replace(b'"31.99"', b'"32.99"')
+    container.put(version_blob(version), tampered)
+
+    with pytest.raises(PricebookError, match="does not match its hash"):
+        PricebookStore(container).get(version)
+
+
+def test_a_version_spelled_otherwise_is_checked_by_its_canonical_form() -> None:
+    container = MemoryBlobContainer()
+    version = sample_pricebook().version_hash()
+    respelled = json.dumps(json.loads(sample_pricebook().to_json()), indent=2).encode()
+    container.put(version_blob(version), respelled)
+
+    assert PricebookStore(container).get(version).version_hash() == version
+
+
+def test_a_canonical_version_is_checked_by_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serializing a large pricebook again costs more than loading it: the stored bytes,
+    canonical JSON, are what is hashed."""
+    container = MemoryBlobContainer()
+    version = PricebookStore(container).upload(_variant("31.99"))
+
+    def refuse(self: Pricebook) -> bytes:
+        raise AssertionError("re-serialized a canonical document to check it")
+
+    monkeypatch.setattr(Pricebook, "to_json", refuse)
+    assert PricebookStore(container).get(version).unit_price_minor("SEAT-PRO") == 3199
