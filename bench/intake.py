@@ -16,6 +16,8 @@
 4. **Duplicate-body check** on, off and overridden, on a small and a large batch, rounds
    interleaved (:mod:`bench.intake_duplicates`): transactions/s, the on/off ratio per shape
    and the table requests it adds. ``--only-duplicates`` runs this part alone.
+5. **Segment checks** per batch shape: an intake helper's fast path for a clean CSV or JSON
+   Lines segment against the line-by-line check (:mod:`bench.intake_segments`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import httpx
 import psutil
 
 from bench.intake_duplicates import duplicate_check_cost
+from bench.intake_segments import segment_check_cost
 from bench.intake_sweep import chunk_size_sweep, compression_levels
 from bench.report import Report, base_parser
 from billing.sample_batches import write_batch_file
@@ -66,6 +69,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure_big_file(report, Path(folder), size_gb)
         chunk_size_sweep(report, sweep_transactions, rounds=1 if quick else 2)
         compression_levels(report)
+        segment_check_cost(report, quick=quick)
     duplicate_check_cost(report, quick=quick, rounds=duplicate_rounds)
     report.emit(args.json)
     return 0

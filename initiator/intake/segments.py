@@ -14,9 +14,10 @@ chunk's runs back together (:func:`~shared.contracts.chunk_payload.chunk_json_of
 encoded for the chunk's payload document, its control totals and its transaction ids (for
 the check across runs, which only the caller can make). A CSV run goes first to the
 pattern of a good line (:mod:`initiator.intake.line_pattern`), which vouches for the
-common clean run at about half the cost; any run it is not sure of goes through the very
-code the serial reader uses (:func:`text_lines`, :func:`csv_records` or :func:`jsonl_records`,
-:class:`TransactionValidator`), which decides.
+common clean run at about half the cost, and a JSON Lines run to one decoder call and the
+same pattern (:mod:`initiator.intake.jsonl_pattern`); any run they are not sure of goes
+through the very code the serial reader uses (:func:`text_lines`, :func:`csv_records` or
+:func:`jsonl_records`, :class:`TransactionValidator`), which decides.
 
 Why one CSV line is one record here: a run holding a double quote is not clean (a quoted
 field may span lines, and a cut inside one would change what the fields are), so every
@@ -33,6 +34,7 @@ from initiator.intake.csv_batch import csv_records
 from initiator.intake.duplicates import DuplicateDetector
 from initiator.intake.fields import REQUIRED_FIELDS, TransactionValidator
 from initiator.intake.jsonl_batch import jsonl_records
+from initiator.intake.jsonl_pattern import check_jsonl_by_pattern
 from initiator.intake.line_pattern import check_by_pattern
 from initiator.intake.lines import MAX_LINE_BYTES, text_lines
 from initiator.intake.problems import ProblemCollector, StopScanning
@@ -65,9 +67,9 @@ def check_segment(segment: Segment) -> CheckedSegment | None:
         if QUOTE in segment.data or QUOTE in segment.header:
             return None
         checked = check_by_pattern(segment)  # the common case, in one pass
-        if checked is not None:
-            return checked
-    return check_lines(segment)
+    else:
+        checked = check_jsonl_by_pattern(segment)  # JSON Lines' common case
+    return checked if checked is not None else check_lines(segment)
 
 
 def check_lines(segment: Segment) -> CheckedSegment | None:

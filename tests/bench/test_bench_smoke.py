@@ -47,6 +47,7 @@ PROMISED: dict[str, set[str]] = {
         ),
         "duplicates.claim_ms",
         "duplicates.sha256_ms_per_mb",
+        *(f"segment_{shape}_line_check_over_fast_path" for shape in ("base", "jsonl")),
     },
     "upload": {"upload_to_body_ratio", "body_peak_rss_mb", "upload_peak_rss_mb"},
     "trigger_latency": {"trigger.median_ms", "polling.median_ms", "polling_over_trigger"},
