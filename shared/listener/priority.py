@@ -60,6 +60,7 @@ class PriorityPlanner:
         )
         self._clock = clock
         self._lock = threading.Lock()
+        self._found_at: dict[str, float] = {}  # queue → when it last gave messages
         self._round = 0
 
     @property
@@ -90,7 +91,15 @@ class PriorityPlanner:
         """``source`` gave messages: it is busy again, so its next empty answer starts over
         (and the round counts as busy for the other queues' skips)."""
         with self._lock:
-            self._empty.found(source.name, self._clock())
+            now = self._clock()
+            self._empty.found(source.name, now)
+            self._found_at[source.name] = now
+
+    def found_within(self, source: QueueSource, seconds: float) -> bool:
+        """Whether ``source`` gave messages in the last ``seconds``."""
+        with self._lock:
+            found_at = self._found_at.get(source.name)
+        return found_at is not None and self._clock() - found_at < seconds
 
     def mark_idle(self) -> None:
         """A round found no messages on any queue (the thread backs off now)."""

@@ -168,3 +168,47 @@ def test_messages_a_lost_receive_hid_are_found_although_no_scan_saw_them(
     listener.on_work_detected([source.name])
     assert wait_until(lambda: bool(lost))
     assert wait_until(lambda: listener.snapshot().handled == 1)
+
+
+def test_messages_hidden_by_a_lost_receive_the_sdk_retried_are_found(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """The SDK retries a receive whose answer was lost: the retry comes back empty while the
+    lost one's messages stay hidden for the visibility timeout, and no exception says so. A
+    queue found empty this soon after it had messages is looked at again when anything such
+    a receive hid is due, and a thread is kept until then."""
+    (source,) = make_sources(queues)
+    queue = memq(source)
+    listener = listener_factory(
+        [source],
+        lambda lease: None,
+        fast_config(
+            safety_poll_seconds=TICK,
+            quiet_rescan_seconds=600,
+            idle_rescan_seconds=600,
+            visibility_timeout=1,
+        ),
+        trigger_available=True,
+    )
+    listener.start()
+    queue.send("the work before")
+    listener.on_work_detected([source.name])
+    assert wait_until(lambda: listener.snapshot().handled == 1)
+
+    receive = queue.receive
+    hidden: list[Any] = []
+
+    def receive_retried_after_its_answer_was_lost(
+        max_messages: int, visibility_timeout: int
+    ) -> list[Any]:
+        messages = receive(max_messages, visibility_timeout)
+        if messages and not hidden:
+            hidden.extend(messages)  # served, its answer lost: the retry asks again
+            return receive(max_messages, visibility_timeout)
+        return messages
+
+    queue.receive = receive_retried_after_its_answer_was_lost  # type: ignore[method-assign]
+    queue.send("hidden by the lost answer")
+    listener.on_work_detected([source.name])
+    assert wait_until(lambda: bool(hidden))
+    assert wait_until(lambda: listener.snapshot().handled == 2)
