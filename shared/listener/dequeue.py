@@ -119,10 +119,11 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
             ctx.handling.expect_back(source.name, requested_at + ctx.visibility_timeout)
             raise
         if not messages:
-            if ctx.planner.found_within(source, ctx.visibility_timeout):
+            if ctx.planner.active_within(source, ctx.visibility_timeout):
                 # The SDK retries a receive whose answer was lost, and the retry may come
                 # back empty while the lost one's messages stay hidden. Soon after the queue
-                # had work, an empty answer may be that: look again when they would be due.
+                # had work or work was announced on it, an empty answer may be that: look
+                # again when they would be due.
                 ctx.handling.expect_back(source.name, requested_at + ctx.visibility_timeout)
             ctx.planner.mark_empty(source)
             # An empty receive is the freshest reading of the queue's depth there is: without

@@ -60,7 +60,8 @@ class PriorityPlanner:
         )
         self._clock = clock
         self._lock = threading.Lock()
-        self._found_at: dict[str, float] = {}  # queue → when it last gave messages
+        #: queue → when it last gave messages or was announced by name
+        self._active_at: dict[str, float] = {}
         self._round = 0
 
     @property
@@ -93,13 +94,14 @@ class PriorityPlanner:
         with self._lock:
             now = self._clock()
             self._empty.found(source.name, now)
-            self._found_at[source.name] = now
+            self._active_at[source.name] = now
 
-    def found_within(self, source: QueueSource, seconds: float) -> bool:
-        """Whether ``source`` gave messages in the last ``seconds``."""
+    def active_within(self, source: QueueSource, seconds: float) -> bool:
+        """Whether ``source`` gave messages, or work was announced on it by name, in the last
+        ``seconds``."""
         with self._lock:
-            found_at = self._found_at.get(source.name)
-        return found_at is not None and self._clock() - found_at < seconds
+            active_at = self._active_at.get(source.name)
+        return active_at is not None and self._clock() - active_at < seconds
 
     def mark_idle(self) -> None:
         """A round found no messages on any queue (the thread backs off now)."""
@@ -117,6 +119,9 @@ class PriorityPlanner:
         again at once, and start their back-off over."""
         with self._lock:
             self._empty.forget(None if queue_names is None else set(queue_names))
+            if queue_names is not None:
+                now = self._clock()
+                self._active_at.update(dict.fromkeys(queue_names, now))
 
     def _level_order(self, number: int) -> list[tuple[list[QueueSource], int]]:
         """The levels in this round's order, each with its partition-rotation turn.

@@ -212,3 +212,45 @@ def test_messages_hidden_by_a_lost_receive_the_sdk_retried_are_found(
     listener.on_work_detected([source.name])
     assert wait_until(lambda: bool(hidden))
     assert wait_until(lambda: listener.snapshot().handled == 2)
+
+
+def test_the_first_receive_after_an_announcement_lost_and_retried_is_looked_at_again(
+    queues: MemoryQueues, listener_factory: ListenerFactory
+) -> None:
+    """As above, but the receive lost and retried is the first after a quiet spell: work
+    announced on the queue by name counts as the queue having had work."""
+    (source,) = make_sources(queues)
+    queue = memq(source)
+    listener = listener_factory(
+        [source],
+        lambda lease: None,
+        fast_config(
+            safety_poll_seconds=TICK,
+            quiet_rescan_seconds=600,
+            idle_rescan_seconds=600,
+            visibility_timeout=1,
+        ),
+        trigger_available=True,
+    )
+    listener.start()
+    assert wait_until(lambda: listener.snapshot().safety_poll_only)
+    listener.on_work_detected()  # a work signal: a scan that sees nothing, and one thread
+    assert listener.snapshot().active_threads == 1
+
+    receive = queue.receive
+    hidden: list[Any] = []
+
+    def receive_retried_after_its_answer_was_lost(
+        max_messages: int, visibility_timeout: int
+    ) -> list[Any]:
+        messages = receive(max_messages, visibility_timeout)
+        if messages and not hidden:
+            hidden.extend(messages)
+            return receive(max_messages, visibility_timeout)
+        return messages
+
+    queue.receive = receive_retried_after_its_answer_was_lost  # type: ignore[method-assign]
+    queue.send("the first work after a quiet spell")
+    listener.on_work_detected([source.name])
+    assert wait_until(lambda: bool(hidden))
+    assert wait_until(lambda: listener.snapshot().handled == 1)
