@@ -56,6 +56,9 @@ class DequeueContext:
     work_detected: Callable[[Collection[str]], object]
     #: interrupts the back-off sleep when a trigger arrives (or the listener stops)
     wake: WakeSignal
+    #: messages of a queue may be hidden until a time (clock): look for them then, without
+    #: keeping a thread for it
+    look_again: Callable[[str, float], object] = lambda name, at: None
     clock: Callable[[], float] = field(default=time.monotonic)
 
 
@@ -124,7 +127,7 @@ def _receive_round(ctx: DequeueContext) -> list[Lease]:
                 # back empty while the lost one's messages stay hidden. Soon after the queue
                 # had work or work was announced on it, an empty answer may be that: look
                 # again when they would be due.
-                ctx.handling.expect_back(source.name, requested_at + ctx.visibility_timeout)
+                ctx.look_again(source.name, requested_at + ctx.visibility_timeout)
             ctx.planner.mark_empty(source)
             # An empty receive is the freshest reading of the queue's depth there is: without
             # it the depth queried when the work arrived would be reported until the next

@@ -133,6 +133,7 @@ class QueueListener:
             wake_hold=self.config.wake_hold,
             may_retire=self._may_retire,
             work_detected=lambda names: self.on_work_detected(names, announced=False),
+            look_again=self._look_again,
             wake=self._wake,
             clock=clock,
         )
@@ -141,6 +142,11 @@ class QueueListener:
         self._safety_poll = threading.Thread(
             target=self._safety_poll_main, name=f"{name}-safety-poll", daemon=True
         )
+        # Queues to look at again, and when (clock): see _look_again. The safety poll's
+        # thread makes those looks, so no dequeue thread is kept waiting for them.
+        self._looks: dict[str, float] = {}
+        self._looks_lock = threading.Lock()
+        self._poll_wakeup = threading.Event()  # a look was scheduled, or the listener stops
 
     # --- public --------------------------------------------------------------------------
     def start(self, threads: int | None = None) -> None:
@@ -173,6 +179,8 @@ class QueueListener:
         if not self._started or self._stopping.is_set() or not self._running.is_set():
             return 0
         self._planner.forget_empty(queue_names)
+        if announced and queue_names is not None:
+            self._planner.mark_announced(queue_names)
         self._wake.wake(hold=announced)  # threads asleep in their back-off look again now
         if self.state.active_threads >= self._rule.most_threads:
             # No depth could start another thread (the default rule, "0:1", wants one at
@@ -209,6 +217,7 @@ class QueueListener:
         never finish their messages reappear for another instance.
         """
         self._stopping.set()
+        self._poll_wakeup.set()
         self._wake.wake()
         self._running.set()  # paused threads wake up and see the stop
         wait = self.config.visibility_timeout if timeout is None else timeout
@@ -323,18 +332,49 @@ class QueueListener:
                     self.state.thread_ended(retired=False)
 
     # --- the safety poll -------------------------------------------------------------------
+    def _look_again(self, queue_name: str, at: float) -> None:
+        """Messages of ``queue_name`` may be hidden until ``at`` (clock) by a receive whose
+        answer was lost and which the SDK retried: look for them then, as work detected on
+        that queue (a depth query, and a thread if it has any)."""
+        with self._looks_lock:
+            if self._looks.get(queue_name, 0.0) >= at:
+                return
+            self._looks[queue_name] = at
+        self._poll_wakeup.set()
+
+    def _due_looks(self, now: float) -> tuple[list[str], float]:
+        """The queues whose look is due (taken off the list), and when the next one is."""
+        with self._looks_lock:
+            due = [name for name, at in self._looks.items() if at <= now]
+            for name in due:
+                del self._looks[name]
+            return due, min(self._looks.values(), default=float("inf"))
+
     def _safety_poll_main(self) -> None:
-        """While no dequeue thread runs, look at the queues' depth now and then."""
-        while not self._stopping.wait(self.config.safety_poll_seconds):
-            if self.state.active_threads or not self._running.is_set():
-                continue  # threads are watching, or the gate holds us: no request needed
-            if not self._safety_scan_due():
-                continue  # quiet: the owner's work signal stands in for the scan
-            depth = self._query_depth()
-            if depth:
-                log.info("%s: safety poll found %d messages", self.name, depth)
-                self._planner.forget_empty()
-                self._scale_to(depth)
+        """While no dequeue thread runs, look at the queues' depth now and then; and make
+        the looks :meth:`_look_again` asked for, when they are due."""
+        next_tick = self._clock() + self.config.safety_poll_seconds
+        while not self._stopping.is_set():
+            now = self._clock()
+            due, next_look = self._due_looks(now)
+            if due:
+                self.on_work_detected(due, announced=False)
+            if now >= next_tick:
+                self._safety_tick()
+                next_tick = self._clock() + self.config.safety_poll_seconds
+            self._poll_wakeup.wait(max(0.0, min(next_tick, next_look) - self._clock()))
+            self._poll_wakeup.clear()
+
+    def _safety_tick(self) -> None:
+        if self.state.active_threads or not self._running.is_set():
+            return  # threads are watching, or the gate holds us: no request needed
+        if not self._safety_scan_due():
+            return  # quiet: the owner's work signal stands in for the scan
+        depth = self._query_depth()
+        if depth:
+            log.info("%s: safety poll found %d messages", self.name, depth)
+            self._planner.forget_empty()
+            self._scale_to(depth)
 
     def _safety_scan_due(self) -> bool:
         """Scan on every tick, unless quiet: every queue empty at the last scan, and that

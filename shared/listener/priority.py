@@ -119,9 +119,12 @@ class PriorityPlanner:
         again at once, and start their back-off over."""
         with self._lock:
             self._empty.forget(None if queue_names is None else set(queue_names))
-            if queue_names is not None:
-                now = self._clock()
-                self._active_at.update(dict.fromkeys(queue_names, now))
+
+    def mark_announced(self, queue_names: Collection[str]) -> None:
+        """Work was announced on ``queue_names`` by name (a trigger, a work signal): for
+        :meth:`active_within`, as if they had given messages now."""
+        with self._lock:
+            self._active_at.update(dict.fromkeys(queue_names, self._clock()))
 
     def _level_order(self, number: int) -> list[tuple[list[QueueSource], int]]:
         """The levels in this round's order, each with its partition-rotation turn.
