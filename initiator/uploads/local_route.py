@@ -7,11 +7,12 @@ parameters ``se``, ``sp``, ``sr``, ``sig``), and the same client code works on e
 backend (the Azure SDK's ``BlobClient.from_blob_url``, ``curl -T``):
 
 * ``PUT ?comp=block&blockid=<base64>``: Put Block (a block of at most
-  :data:`MAX_BLOCK_BYTES`, held in memory while it is stored; the id is any bytes, as
-  on Azure, and is stored in its base64 form);
+  :data:`MAX_BLOCK_BYTES`, spooled to a temporary file as it arrives and staged from
+  there; the id is any bytes, as on Azure, and is stored in its base64 form);
 * ``PUT ?comp=blocklist`` with ``<BlockList><Latest>id</Latest>…</BlockList>``: Put Block
   List (the blob is then the staged blocks, in that order);
-* ``PUT`` with the whole file as the body: Put Blob, stored block by block as it arrives;
+* ``PUT`` with the whole file as the body: Put Blob, spooled and stored block by block as
+  it arrives;
 * ``GET``/``HEAD``: refused (403 ``AuthorizationPermissionMismatch``), as storage refuses
   any read to a write-only SAS.
 
@@ -24,10 +25,12 @@ from __future__ import annotations
 import base64
 import binascii
 import email.utils
+import tempfile
 import xml.etree.ElementTree as ElementTree
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing, asynccontextmanager
 from http import HTTPStatus
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import anyio.to_thread
 from azure.core.exceptions import HttpResponseError
@@ -40,8 +43,8 @@ from initiator.uploads.ledger import UploadState
 
 router = APIRouter(tags=["uploads"])
 
-#: A Put Block's body is held whole while stored: this bounds the initiator's memory per
-#: request (the SDK's default block is 4 MiB, AzCopy's 8 MiB).
+#: A Put Block's body at most (the SDK's default block is 4 MiB, AzCopy's 8 MiB). Blocks are
+#: spooled to a temporary file, not held, so this bounds disk per request, not memory.
 MAX_BLOCK_BYTES = 64 * 1024 * 1024
 #: A block id's bytes at most. Azure takes 64; the embedded store keeps the id's base64
 #: form, at most 64 characters, which is 48 bytes (AzCopy's ids are 36 bytes, those of
@@ -89,11 +92,11 @@ async def put_upload(
         uploads = services.uploads.container
         if comp == "block":
             block_id = _block_id(blockid)
-            data = await _read(request, MAX_BLOCK_BYTES)
-            await anyio.to_thread.run_sync(uploads.stage_block, blob, block_id, data)
+            async with _spooled(request) as block:
+                await anyio.to_thread.run_sync(uploads.stage_block, blob, block_id, block)
             return Response(status_code=201)
         if comp == "blocklist":
-            ids = _block_list(await _read(request, MAX_BLOCK_LIST_BYTES))
+            ids = _block_list(await _read_block_list(request))
             written = await anyio.to_thread.run_sync(uploads.commit_blocks, blob, ids)
         elif comp is None:
             written = await _put_blob(request, services, blob)
@@ -155,41 +158,82 @@ async def _authorise(
 
 
 async def _put_blob(request: Request, services: Services, blob: str) -> Any:
-    """The whole file in one request, stored as blocks as it arrives (never held whole)."""
+    """The whole file in one request, spooled and stored as blocks as it arrives."""
     uploads = services.uploads.container
     ids: list[str] = []
-    async for block in _blocks_of(request.stream(), PUT_BLOB_BLOCK_BYTES):
-        block_id = f"put-{len(ids):06d}"
-        await anyio.to_thread.run_sync(uploads.stage_block, blob, block_id, block)
-        ids.append(block_id)
+    async with aclosing(_spooled_blocks(request.stream(), PUT_BLOB_BLOCK_BYTES)) as blocks:
+        async for block in blocks:
+            block_id = f"put-{len(ids):06d}"
+            await anyio.to_thread.run_sync(uploads.stage_block, blob, block_id, block)
+            ids.append(block_id)
     return await anyio.to_thread.run_sync(uploads.commit_blocks, blob, ids)
 
 
-async def _blocks_of(stream: AsyncIterator[bytes], size: int) -> AsyncIterator[bytes]:
-    pending = bytearray()
-    async for part in stream:
-        pending += part
-        while len(pending) >= size:
-            yield bytes(pending[:size])
-            del pending[:size]
-    if pending:
-        yield bytes(pending)
-
-
-async def _read(request: Request, limit: int) -> bytes:
+@asynccontextmanager
+async def _spooled(request: Request) -> AsyncIterator[IO[bytes]]:
+    """A Put Block's body in a temporary file, rewound: a block is never held in memory,
+    so that many senders' blocks in flight cost the initiator disk, not RAM."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise UploadRefusedError(413, "RequestBodyTooLarge", f"a block is at most {limit:,} bytes")
+    if declared.isdigit() and int(declared) > MAX_BLOCK_BYTES:
+        raise _block_too_large()
+    with tempfile.TemporaryFile(prefix="billing-block-") as spool:
+        size = 0
+        async for part in request.stream():
+            size += len(part)
+            if size > MAX_BLOCK_BYTES:
+                raise _block_too_large()
+            await anyio.to_thread.run_sync(spool.write, part)
+        spool.seek(0)
+        yield spool
+
+
+async def _spooled_blocks(
+    stream: AsyncIterator[bytes], size: int
+) -> AsyncGenerator[IO[bytes], None]:
+    """A body as temporary files of ``size`` bytes each (the last one shorter), each
+    rewound when full and yielded once, then closed (so deleted)."""
+    parts = aiter(stream)
+    pending = memoryview(b"")
+    ended = False
+    while not ended:
+        with tempfile.TemporaryFile(prefix="billing-block-") as spool:
+            held = 0
+            while held < size:
+                if not pending:
+                    part = await anext(parts, None)
+                    if part is None:
+                        ended = True
+                        break
+                    pending = memoryview(part)
+                taken = pending[: size - held]
+                await anyio.to_thread.run_sync(spool.write, taken)
+                held += len(taken)
+                pending = pending[len(taken) :]
+            if held:
+                spool.seek(0)
+                yield spool
+
+
+def _too_large(what: str, limit: int) -> UploadRefusedError:
+    return UploadRefusedError(413, "RequestBodyTooLarge", f"{what} is at most {limit:,} bytes")
+
+
+def _block_too_large() -> UploadRefusedError:
+    return _too_large("a block", MAX_BLOCK_BYTES)
+
+
+async def _read_block_list(request: Request) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BLOCK_LIST_BYTES:
+        raise _too_large("a block list", MAX_BLOCK_LIST_BYTES)
     parts: list[bytes] = []
     size = 0
     async for part in request.stream():
         parts.append(part)
         size += len(part)
-        if size > limit:
-            raise UploadRefusedError(
-                413, "RequestBodyTooLarge", f"a block is at most {limit:,} bytes"
-            )
-    return b"".join(parts)  # one copy of the block, not a growing buffer and a copy
+        if size > MAX_BLOCK_LIST_BYTES:
+            raise _too_large("a block list", MAX_BLOCK_LIST_BYTES)
+    return b"".join(parts)
 
 
 def _block_id(encoded: str | None) -> str:

@@ -23,6 +23,7 @@ from shared.storage.ports import (
     Blob,
     BlobContainer,
     BlobProperties,
+    BlockData,
     Entity,
     Queue,
     QueueMessage,
@@ -123,8 +124,16 @@ class FaultyBlobContainer:
 
         return self._faults.call("blob.get", opened)
 
-    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
-        self._faults.call("blob.put", lambda: self._inner.stage_block(blob, block_id, data))
+    def stage_block(self, blob: str, block_id: str, data: BlockData) -> None:
+        # Each attempt sends the block from its start, as the SDK rewinds a stream it retries.
+        start = None if isinstance(data, bytes) else data.tell()
+
+        def attempt() -> None:
+            if start is not None and not isinstance(data, bytes):
+                data.seek(start)
+            self._inner.stage_block(blob, block_id, data)
+
+        self._faults.call("blob.put", attempt)
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         return self._faults.call("blob.put", lambda: self._inner.commit_blocks(blob, block_ids))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 #: Azure Storage rejects a queue message above 64 KiB (after encoding); so do we.
 MAX_QUEUE_MESSAGE_BYTES = 64 * 1024
@@ -20,6 +20,21 @@ MAX_QUEUE_MESSAGE_BYTES = 64 * 1024
 MAX_MESSAGES_PER_RECEIVE = 32
 #: What :meth:`BlobContainer.read_blocks` yields at a time: the SDK's own download chunk.
 READ_BLOCK_BYTES = 4 * 1024 * 1024
+
+
+#: A block to stage: its bytes, or a binary file positioned at its start (read to its end),
+#: so that a caller holding a large block on disk never loads it into memory.
+BlockData = bytes | IO[bytes]
+
+
+def block_length(data: BlockData) -> int:
+    """The bytes a block holds: those left in a file from where it stands, or the bytes'."""
+    if isinstance(data, bytes):
+        return len(data)
+    start = data.tell()
+    end = data.seek(0, 2)
+    data.seek(start)
+    return end - start
 
 
 class MessageTooLargeError(ValueError):
@@ -128,10 +143,11 @@ class BlobContainer(Protocol):
         ``ResourceNotFoundError`` (on the first block) if absent."""
         ...
 
-    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
-        """Stage one block of a blob to be (``Put Block``); staging the same id again
-        replaces it. Nothing is readable before :meth:`commit_blocks`. Ids are
-        as the SDK takes them (base64 on the wire)."""
+    def stage_block(self, blob: str, block_id: str, data: BlockData) -> None:
+        """Stage one block of a blob to be (``Put Block``), from bytes or from a file read
+        from where it stands to its end; staging the same id again replaces it. Nothing
+        is readable before :meth:`commit_blocks`. Ids are as the SDK takes them (base64
+        on the wire)."""
         ...
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:

@@ -8,6 +8,8 @@ SDK's real retry policy at work, so these tests also prove the table of
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from azure.core.exceptions import (
     HttpResponseError,
@@ -111,6 +113,21 @@ def test_a_lost_plain_put_and_a_lost_delete_are_safe_to_retry(faulty: FaultyStor
     container.delete("blob")
     with pytest.raises(ResourceNotFoundError):
         container.head("blob")
+
+
+def test_a_block_staged_from_a_file_is_sent_whole_again_after_a_lost_response(
+    faulty: FaultyStorage, tmp_path: Path
+) -> None:
+    container = faulty.account.container(unique_name("c"))
+    container.create()
+    block = tmp_path / "block"
+    block.write_bytes(b"0123456789" * 10_000)
+    with block.open("rb") as data:
+        faulty.plan.next(LOST)
+        container.stage_block("upload", "0000", data)
+    assert faulty.plan.attempts == 2
+    container.commit_blocks("upload", ["0000"])
+    assert container.get("upload").data == block.read_bytes()
 
 
 def test_a_lost_insert_response_is_not_retried_and_the_entity_exists(

@@ -41,7 +41,13 @@ from shared.storage.embedded.names import (
     validate_blob_name,
     validate_container_name,
 )
-from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties
+from shared.storage.ports import (
+    READ_BLOCK_BYTES,
+    Blob,
+    BlobProperties,
+    BlockData,
+    block_length,
+)
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS containers (name TEXT PRIMARY KEY, created_at REAL NOT NULL);
@@ -159,10 +165,11 @@ class EmbeddedBlobContainer:
             while block := source.read(block_size):
                 yield block
 
-    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
+    def stage_block(self, blob: str, block_id: str, data: BlockData) -> None:
         meter.record("blob", "put")
         validate_blob_name(blob)
-        _check_block(block_id, len(data))
+        size = block_length(data)
+        _check_block(block_id, size)
         file = self._write_file(data)
         replaced: str | None = None
         try:
@@ -177,7 +184,7 @@ class EmbeddedBlobContainer:
                 replaced = None if row is None else row[0]
                 conn.execute(
                     "INSERT OR REPLACE INTO staged_blocks VALUES (?, ?, ?, ?, ?)",
-                    (self._name, blob, block_id, len(data), file),
+                    (self._name, blob, block_id, size, file),
                 )
         except BaseException:
             (self._files / file).unlink(missing_ok=True)
@@ -301,10 +308,13 @@ class EmbeddedBlobContainer:
             )
         return tuple(row)
 
-    def _write_file(self, data: bytes) -> str:
+    def _write_file(self, data: BlockData) -> str:
         file = secrets.token_hex(16)
         with open(self._files / file, "xb") as out:
-            out.write(data)
+            if isinstance(data, bytes):
+                out.write(data)
+            else:
+                shutil.copyfileobj(data, out, COPY_BYTES)  # a file is copied, never held
         return file
 
     def _require_container(self, conn: sqlite3.Connection) -> None:
