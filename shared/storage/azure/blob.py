@@ -17,7 +17,7 @@ from azure.core.exceptions import HttpResponseError, ResourceExistsError, Resour
 from azure.storage.blob import BlobBlock, ContainerClient
 from azure.storage.blob import BlobProperties as SdkBlobProperties
 
-from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties
+from shared.storage.ports import READ_BLOCK_BYTES, Blob, BlobProperties, BlockData, block_length
 
 
 class AzureBlobContainer:
@@ -70,13 +70,14 @@ class AzureBlobContainer:
         return _to_port(self._client.get_blob_client(blob).get_blob_properties())
 
     def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
-        # Ranged GETs of READ_BLOCK_BYTES each, pinned to the first one's ETag (the SDK's own
-        # downloader starts with a 32 MiB GET, which a 1 MiB reader would hold for long),
-        # the next one fetched while the caller works on this one: a reader that parses
-        # does not wait for storage's round trips, and holds two reads at most.
+        # One ranged GET per block, pinned to the first one's ETag, the next one fetched
+        # while the caller works on this one: a reader that parses does not wait for
+        # storage's round trips, holds two blocks at most and gets each as the SDK read it,
+        # without a copy. (The SDK's own downloader starts with a 32 MiB GET, which a 1 MiB
+        # reader would hold for long.)
         client = self._client.get_blob_client(blob)
         try:
-            first = client.download_blob(offset=0, length=READ_BLOCK_BYTES)
+            first = client.download_blob(offset=0, length=block_size)
         except HttpResponseError as error:
             if error.status_code == 416:  # InvalidRange: the blob is empty
                 return
@@ -85,10 +86,9 @@ class AzureBlobContainer:
         size, etag = _total_size(first.properties, len(data)), first.properties.etag
 
         def fetch(offset: int) -> bytes:
-            length = min(READ_BLOCK_BYTES, size - offset)
             ranged = client.download_blob(
                 offset=offset,
-                length=length,
+                length=min(block_size, size - offset),
                 etag=etag,
                 match_condition=MatchConditions.IfNotModified,
             )
@@ -98,16 +98,16 @@ class AzureBlobContainer:
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="blob-read-ahead") as ahead:
             while True:
                 following = ahead.submit(fetch, offset) if offset < size else None
-                view = memoryview(data)
-                for start in range(0, len(view), block_size):
-                    yield bytes(view[start : start + block_size])
+                yield data
                 if following is None:
                     return
                 data = following.result()
                 offset += len(data)
 
-    def stage_block(self, blob: str, block_id: str, data: bytes) -> None:
-        self._client.get_blob_client(blob).stage_block(block_id, data, length=len(data))
+    def stage_block(self, blob: str, block_id: str, data: BlockData) -> None:
+        # A file is streamed by the SDK, which also rewinds it to send it again on a retry.
+        client = self._client.get_blob_client(blob)
+        client.stage_block(block_id, data, length=block_length(data))
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
         client = self._client.get_blob_client(blob)
