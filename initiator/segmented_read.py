@@ -47,7 +47,7 @@ from initiator.intake.decompress import batch_bytes
 from initiator.intake.duplicates import DuplicateDetector
 from initiator.intake.fields import CodeBook, KnownCodes
 from initiator.intake.header import MAX_HEADER_BYTES, MAX_HEADER_COLUMNS
-from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, strip_bom_and_sniff
+from initiator.intake.lines import BLANK_BYTES, MAX_LINE_BYTES, line_count, strip_bom_and_sniff
 from initiator.intake.media import BatchFormat, format_for, gzip_declared
 from initiator.intake.problems import ProblemCollector, StopScanning
 from initiator.intake.segment_types import CheckedSegment, Segment
@@ -226,7 +226,7 @@ class _SegmentedRead:
         # a helper found the segment's own ids distinct
         if not self._duplicates.add_distinct(checked.transaction_ids, checked.lines):
             return False
-        self._blank_lines += _line_count(cut.data) - checked.transactions
+        self._blank_lines += line_count(cut.data) - checked.transactions
         if self._blank_lines > MAX_BLANK_LINES:
             return False
         self._transactions += checked.transactions
@@ -247,8 +247,3 @@ class _SegmentedRead:
         self._sink.add_chunk_document(
             document, (parts[0].first_line, parts[-1].last_line, transactions)
         )
-
-
-def _line_count(data: bytes) -> int:
-    """Lines in a segment: one per LF, and a last one without."""
-    return data.count(b"\n") + (not data.endswith(b"\n"))

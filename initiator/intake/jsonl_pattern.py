@@ -27,7 +27,7 @@ import msgspec
 
 from initiator.intake.fields import MAX_QUANTITY, REQUIRED_FIELDS
 from initiator.intake.line_pattern import check_by_pattern
-from initiator.intake.lines import MAX_LINE_BYTES
+from initiator.intake.lines import MAX_LINE_BYTES, line_count
 from initiator.intake.segment_types import CheckedSegment, Segment
 
 
@@ -57,7 +57,7 @@ def check_jsonl_by_pattern(segment: Segment) -> CheckedSegment | None:
         records = _decode(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return None
-    if len(records) != data.count(b"\n") + (not data.endswith(b"\n")):
+    if len(records) != line_count(data):
         return None  # a blank line, or two objects on one
     if not all(0 < record.quantity <= MAX_QUANTITY for record in records):
         return None

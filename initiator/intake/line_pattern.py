@@ -44,6 +44,7 @@ from itertools import starmap
 
 from initiator.intake.fields import ID_PATTERN, REQUIRED_FIELDS
 from initiator.intake.header import required_columns
+from initiator.intake.lines import line_count
 from initiator.intake.problems import ProblemCollector
 from initiator.intake.segment_types import CheckedSegment, Segment
 from shared.domain.transactions import id_checksum_of
@@ -82,7 +83,7 @@ def check_by_pattern(segment: Segment) -> CheckedSegment | None:
     pattern, groups = _line_pattern(layout)
     matches = pattern.findall(text)
     count = len(matches)
-    if count != text.count("\n") + (not text.endswith("\n")):
+    if count != line_count(text):
         return None  # a line the pattern does not vouch for, or a blank one
     by_position = list(zip(*matches, strict=True))
     transaction_id, customer_id, sku, quantity, region, occurred_at = (

@@ -23,6 +23,13 @@ BLANK_BYTES = b" \t\r\n"
 """What a blank line, or the blank prefix before a file's first line, is made of."""
 
 
+def line_count(data: bytes | str) -> int:
+    """The lines a block of text holds: one per LF, and a last one without an LF."""
+    if isinstance(data, bytes):
+        return data.count(b"\n") + (not data.endswith(b"\n"))
+    return data.count("\n") + (not data.endswith("\n"))
+
+
 def strip_bom_and_sniff(chunks: Iterable[bytes]) -> tuple[bytes | None, Iterator[bytes]]:
     """Drop a leading UTF-8 BOM and find the first non-blank byte.
 
