@@ -47,7 +47,12 @@ from shared.domain.pricebook import sample_pricebook
 API_KEY = "bench-key"
 #: Bytes per line of ``billing generate``'s CSV, to size the file from ``--size-gb``.
 BYTES_PER_LINE = 72
-RSS_TARGET_MB = 300
+#: What taking one batch may add to the initiator's resident memory (its intake helpers
+#: included) over what it holds idle, whatever the file's size: the intake streams, so
+#: a 1 GB file must cost about what a 100 MB one does. Measured over idle (the helpers
+#: started and settled) because idle is the imports' and the helpers' own (about 210 MB on
+#: CPython 3.11), the same for every batch.
+INTAKE_MEMORY_BUDGET_MB = 150
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,7 +86,7 @@ def measure_big_file(report: Report, folder: Path, size_gb: float) -> None:
     write_batch_file(path, transactions, customers=20_000, seed=11)
     size = path.stat().st_size
     with RunningInitiator(folder / "data") as (url, process):
-        baseline_rss = process_rss(process)
+        baseline_rss = idle_rss(process)
         with RssSampler(process) as sampler:
             started = time.perf_counter()
             answer = post_file(url, path)
@@ -93,6 +98,7 @@ def measure_big_file(report: Report, folder: Path, size_gb: float) -> None:
     csv_rate = transactions / csv_seconds
     parse_rate = transactions / parse_seconds
     peak_mb = sampler.peak / 1e6
+    added_mb = (sampler.peak - baseline_rss) / 1e6
     report.table(
         f"POST /batches of {size / 1e9:.2f} GB ({transactions:,} transactions) vs csv.reader",
         ["reader", "seconds", "transactions/s"],
@@ -105,20 +111,25 @@ def measure_big_file(report: Report, folder: Path, size_gb: float) -> None:
     report.table(
         "initiator RSS",
         ["moment", "MB"],
-        [["before the upload", baseline_rss / 1e6], ["peak while taking the batch", peak_mb]],
+        [
+            ["before the upload (idle)", baseline_rss / 1e6],
+            ["peak while taking the batch", peak_mb],
+            ["added by the batch", added_mb],
+        ],
     )
     report.figure("intake_transactions_per_s", intake_rate)
     report.figure("csv_transactions_per_s", csv_rate)
     report.figure("intake_to_csv_ratio", intake_rate / csv_rate)
     report.figure("intake_to_parser_ratio", intake_rate / parse_rate)
     report.figure("peak_rss_mb", peak_mb)
+    report.figure("added_rss_mb", added_mb)
     report.figure("body_gb", size / 1e9)
-    verdict = "within" if peak_mb <= RSS_TARGET_MB else "ABOVE"
+    verdict = "within" if added_mb <= INTAKE_MEMORY_BUDGET_MB else "ABOVE"
     report.conclude(
         f"intake runs at {intake_rate / csv_rate:.2f}x the speed of a bare csv.reader pass and "
         f"{intake_rate / parse_rate:.2f}x that of the validating parser alone; "
-        f"peak RSS {peak_mb:.0f} MB for a {size / 1e9:.2f} GB body, {verdict} the "
-        f"{RSS_TARGET_MB} MB target"
+        f"a {size / 1e9:.2f} GB body adds {added_mb:.0f} MB to the initiator's idle RSS "
+        f"(peak {peak_mb:.0f} MB), {verdict} the {INTAKE_MEMORY_BUDGET_MB} MB budget"
     )
 
 
@@ -191,6 +202,21 @@ class RssSampler:
         while not self._stop.is_set():
             self.peak = max(self.peak, process_rss(self._process))
             self._stop.wait(self._interval)
+
+
+def idle_rss(process: psutil.Process, settle_seconds: float = 1.0, limit: float = 60.0) -> int:
+    """The process's RSS (children included) once it has stopped growing: a fresh
+    initiator's intake helpers are still importing when it first answers, and what they
+    load is the same for every batch, not the batch's cost."""
+    deadline = time.monotonic() + limit
+    previous = process_rss(process)
+    while time.monotonic() < deadline:
+        time.sleep(settle_seconds)
+        current = process_rss(process)
+        if abs(current - previous) < 1_000_000:
+            return current
+        previous = current
+    return previous
 
 
 def process_rss(process: psutil.Process) -> int:
