@@ -51,6 +51,7 @@ var tags = { 'azd-env-name': environmentName }
 var builtInRoles = {
   storageBlobDataContributor: 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
   storageBlobDataReader: '2a2b9908-6ea1-4ae2-8e65-a410df84e7d1'
+  storageBlobDelegator: 'db58b8e5-c6ad-4a2a-8342-4190687cbf4a'
   storageQueueDataContributor: '974c5e8b-45b9-4653-ba55-5f855dd0fb88'
   storageQueueDataMessageSender: 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'
   storageQueueDataReader: '19e7f393-937e-4f77-808e-94535e297925'
@@ -62,13 +63,14 @@ var builtInRoles = {
 
 // What each role's code does with storage and the bus (tests/infra/test_least_privilege.py
 // compares this with the requests each role makes). Queue update (visibility renewal,
-// retry later) needs Queue Data Contributor: no narrower built-in role has it.
+// retry later) needs Queue Data Contributor: no narrower built-in role has it. Roles on
+// the whole storage account here; blob roles per container in blobGrants.
 var grants = {
   initiator: {
     storage: [
-      // Also what an upload grant needs (docs/uploads.md): the user delegation key its SAS
-      // is signed with, and write on the incoming container, which a SAS cannot exceed.
-      builtInRoles.storageBlobDataContributor
+      // The user delegation key its upload grants' SAS are signed with (docs/uploads.md):
+      // a key is the account's, so this is on the account, and reaches no blob by itself.
+      builtInRoles.storageBlobDelegator
       builtInRoles.storageQueueDataMessageSender
       builtInRoles.storageQueueDataReader // the dashboard's queue depths
       builtInRoles.storageTableDataContributor
@@ -76,26 +78,38 @@ var grants = {
     servicebus: [ builtInRoles.serviceBusDataSender ]
   }
   processor: {
-    storage: [
-      builtInRoles.storageBlobDataContributor
-      builtInRoles.storageQueueDataContributor
-      builtInRoles.storageTableDataContributor
-    ]
+    storage: [ builtInRoles.storageQueueDataContributor, builtInRoles.storageTableDataContributor ]
     servicebus: [ builtInRoles.serviceBusDataReceiver ]
   }
   controller: {
-    storage: [
-      builtInRoles.storageBlobDataContributor
-      builtInRoles.storageQueueDataContributor
-      builtInRoles.storageTableDataContributor
-    ]
+    storage: [ builtInRoles.storageQueueDataContributor, builtInRoles.storageTableDataContributor ]
     servicebus: [ builtInRoles.serviceBusDataReceiver ]
   }
   developer: {
-    storage: [ builtInRoles.storageBlobDataContributor, builtInRoles.storageQueueDataContributor ]
+    storage: [ builtInRoles.storageQueueDataContributor ]
     servicebus: [ builtInRoles.serviceBusDataSender ]
   }
 }
+
+// Blob roles on one container each (modules/storage-container-access.bicep; the containers
+// are storage.bicep's): a role reads (Reader) or writes (Contributor) only where its code
+// does. Control holds the gate, the work signal, the pricebooks and the order-id counter;
+// a processor writes the gate and the work signal too when it finds them missing, as on a
+// fresh deployment, where nothing else has written them yet.
+var blobGrants = [
+  // Uploads: written by senders under the initiator's delegated rights (a SAS cannot
+  // exceed its signer's), read by the intake, deleted once taken or expired.
+  { principal: 'initiator', container: 'incoming', roles: [ builtInRoles.storageBlobDataContributor ] }
+  // Chunk payloads it publishes, and deletes after an intake that stopped half-way.
+  { principal: 'initiator', container: 'payloads', roles: [ builtInRoles.storageBlobDataContributor ] }
+  { principal: 'initiator', container: 'control', roles: [ builtInRoles.storageBlobDataContributor ] }
+  { principal: 'initiator', container: 'results', roles: [ builtInRoles.storageBlobDataReader ] } // a batch's status
+  { principal: 'processor', container: 'payloads', roles: [ builtInRoles.storageBlobDataReader ] }
+  { principal: 'processor', container: 'results', roles: [ builtInRoles.storageBlobDataContributor ] }
+  { principal: 'processor', container: 'control', roles: [ builtInRoles.storageBlobDataContributor ] }
+  { principal: 'controller', container: 'results', roles: [ builtInRoles.storageBlobDataReader ] }
+  { principal: 'controller', container: 'control', roles: [ builtInRoles.storageBlobDataContributor ] }
+]
 
 // On the batch-events topic only (modules/servicebus-topic-access.bicep): the controller's
 // relay publishes there; the developer's `billing events tail` reads its `tail` subscription.
@@ -169,6 +183,20 @@ module storageAccess 'modules/storage-access.bicep' = [
   }
 ]
 
+module blobAccess 'modules/storage-container-access.bicep' = [
+  for g in blobGrants: {
+    scope: rg
+    name: 'storage-container-access-${g.principal}-${g.container}'
+    params: {
+      accountName: storage.outputs.name
+      containerName: g.container
+      principalId: identities[indexOf(appRoles, g.principal)].outputs.principalId
+      principalType: 'ServicePrincipal'
+      roleDefinitionIds: g.roles
+    }
+  }
+]
+
 module servicebusAccess 'modules/servicebus-access.bicep' = [
   for (role, i) in appRoles: {
     scope: rg
@@ -214,6 +242,20 @@ module developerStorageAccess 'modules/storage-access.bicep' = if (!empty(princi
     principalId: principalId
     principalType: principalType
     roleDefinitionIds: grants.developer.storage
+  }
+}
+
+// The developer's operator commands (hold, release, pricebook upload, poison redrive)
+// write the control container only.
+module developerBlobAccess 'modules/storage-container-access.bicep' = if (!empty(principalId)) {
+  scope: rg
+  name: 'storage-container-access-developer-control'
+  params: {
+    accountName: storage.outputs.name
+    containerName: 'control'
+    principalId: principalId
+    principalType: principalType
+    roleDefinitionIds: [ builtInRoles.storageBlobDataContributor ]
   }
 }
 

@@ -106,7 +106,7 @@ class UserDelegationSigner:
             if self._key is None or self._key_expiry < expires_at:
                 start = utc_now() - CLOCK_SKEW
                 expiry = max(expires_at, utc_now() + DELEGATION_KEY_LIFETIME)
-                meter.record("blob", "delegation-key")
+                meter.record("blob", "delegation-key", container=meter.ACCOUNT)
                 self._key = self._service.get_user_delegation_key(start, expiry)
                 self._key_expiry = expiry
             return self._key

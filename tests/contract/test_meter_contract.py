@@ -82,3 +82,22 @@ def test_each_kind_of_request_is_counted_under_the_same_name(storage: StorageAcc
         "table.write": 2,
         "table.read": 1,
     }
+
+
+def test_blob_requests_are_also_counted_by_their_container(storage: StorageAccount) -> None:
+    name = unique_name("c")
+    container = storage.container(name)
+    before = meter.container_snapshot()
+
+    container.create()
+    container.put("dir/b", b"x")
+    container.get("dir/b")
+    list(container.list())
+    container.delete("dir/b")
+
+    assert meter.diff(meter.container_snapshot(), before) == {
+        ("blob.put", name): 2,
+        ("blob.get", name): 1,
+        ("blob.list", name): 1,
+        ("blob.delete", name): 1,
+    }

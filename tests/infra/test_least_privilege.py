@@ -3,11 +3,12 @@
 What the code uses is measured, not declared: the three roles run as separate processes of
 one deployment on the embedded backend, a batch goes through them and every HTTP route
 that touches storage is called, the developer's ``billing`` operator commands run too, and
-each process's storage-request meter (which counts every request by kind, as the Azure
-backends count them at the transport) is read per role. Each kind of request needs one
-data action (the Azure Storage and Service Bus authorisation rules); the roles granted in
-``infra/main.bicep`` must allow every one, and none may be removable or replaceable by a
-narrower built-in role that would still allow them.
+each process's storage-request meter (which counts every request by kind, and blob
+requests by container too, as the Azure backends count them at the transport) is read per
+role. Each request needs one data action on the container or account it targets
+(``tests/infra/least_privilege.py``); the roles granted in ``infra/main.bicep`` must allow
+every one on a scope that contains its target, and none may be removable, or replaceable
+by a narrower built-in role or by the same role on only the containers used.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,11 +34,12 @@ from shared import meter
 from shared.bus import open_bus
 from shared.listener.poison import PoisonRecord
 from shared.listener.source import poison_queue
-from shared.provision import ensure_resources
+from shared.provision import containers_for, queues_for, tables_for
 from shared.settings import Settings
 from shared.storage import open_storage
 from tests.e2e.test_roles import answers_healthz
-from tests.infra.grants import BuiltInRole, builtin_roles, declared_grants
+from tests.infra.grants import ACCOUNT, declared_grants
+from tests.infra.least_privilege import Request, least_privilege_problems, needs_of
 from tests.support.deployment_settings import (
     billing_environment,
     deployment_values,
@@ -47,61 +49,27 @@ from tests.support.deployment_settings import (
 BILLING = Path(sys.executable).with_name("billing")
 TIMEOUT_SECONDS = 90.0
 
-STORAGE = "Microsoft.Storage/storageAccounts"
-BLOB = f"{STORAGE}/blobServices/containers/blobs"
-QUEUE_MESSAGES = f"{STORAGE}/queueServices/queues/messages"
-ENTITIES = f"{STORAGE}/tableServices/tables/entities"
-
-#: The data action each kind of request (``shared.meter``) needs.
-ACTIONS: Mapping[str, tuple[str, str]] = {
-    "blob.get": ("storage", f"{BLOB}/read"),
-    "blob.head": ("storage", f"{BLOB}/read"),
-    "blob.list": ("storage", f"{BLOB}/read"),
-    "blob.put": ("storage", f"{BLOB}/write"),
-    "blob.delete": ("storage", f"{BLOB}/delete"),
-    # Get User Delegation Key: the key an upload grant's SAS is signed with.
-    "blob.delegation-key": (
-        "storage",
-        "Microsoft.Storage/storageAccounts/blobServices/generateUserDelegationKey/action",
-    ),
-    "queue.put": ("storage", f"{QUEUE_MESSAGES}/add/action"),
-    "queue.get": ("storage", f"{QUEUE_MESSAGES}/process/action"),
-    "queue.delete": ("storage", f"{QUEUE_MESSAGES}/process/action"),
-    "queue.update": ("storage", f"{QUEUE_MESSAGES}/write"),
-    "queue.peek": ("storage", f"{QUEUE_MESSAGES}/read"),
-    "queue.count": ("storage", f"{QUEUE_MESSAGES}/read"),  # Get Queue Metadata
-    "queue.clear": ("storage", f"{QUEUE_MESSAGES}/delete"),
-    # The meter counts every table write as one kind: insert, update, upsert and delete.
-    "table.read": ("storage", f"{ENTITIES}/read"),
-    "table.write": ("storage", f"{ENTITIES}/write"),
-    "table.write-delete": ("storage", f"{ENTITIES}/delete"),
-    "bus.send": ("servicebus", "Microsoft.ServiceBus/namespaces/topics/send/action"),
-    "bus.receive": ("servicebus", "Microsoft.ServiceBus/namespaces/topics/receive/action"),
-}
-
-#: Requests that go to the batch-events topic, where the Bicep grants roles on that topic
-#: only ("servicebus-events"): every send of the controller is its relay publishing an event
-#: (its namespace grant lets it receive only), and every receive of the developer is
-#: ``billing events tail`` (its namespace grant lets it send only). The meter counts bus
-#: requests without their topic, so this is declared here rather than measured.
-ON_EVENTS_TOPIC: set[tuple[str, str]] = {("controller", "bus.send"), ("developer", "bus.receive")}
-
 #: Needs that are not the code's own requests: KEDA reads the depth of the queues that
 #: scale the processor and the controller, as their identity (Get Queue Metadata).
-PLATFORM_NEEDS: Mapping[str, set[str]] = {
-    "processor": {"queue.count"},
-    "controller": {"queue.count"},
+PLATFORM_NEEDS: Mapping[str, set[Request]] = {
+    "processor": {("queue.count", ACCOUNT)},
+    "controller": {("queue.count", ACCOUNT)},
 }
 
 #: Needs of the Azure backend that the embedded one, measured here, has no request for:
 #: on Azure the initiator signs upload grants with a user delegation key it gets from
-#: storage (``initiator.uploads.signers``); the embedded backend signs them itself.
-AZURE_ONLY_NEEDS: Mapping[str, set[str]] = {"initiator": {"blob.delegation-key"}}
+#: storage (``initiator.uploads.signers``), a request to the account; the embedded backend
+#: signs them itself.
+AZURE_ONLY_NEEDS: Mapping[str, set[Request]] = {
+    "initiator": {("blob.delegation-key", ACCOUNT)},
+}
 
 #: What a queue listener may do beyond one short batch's run: renew a long handler's
 #: message (update), defer one (update), set a poison one aside (put). A role whose code
 #: runs a ``QueueListener`` needs them all.
-LISTENER_KINDS = {"queue.get", "queue.delete", "queue.update", "queue.put"}
+LISTENER_REQUESTS: set[Request] = {
+    (kind, ACCOUNT) for kind in ("queue.get", "queue.delete", "queue.update", "queue.put")
+}
 ROLE_PACKAGES = Path(__file__).parents[2]
 
 
@@ -110,51 +78,26 @@ def runs_a_queue_listener(role: str) -> bool:
     return any("QueueListener(" in p.read_text() for p in package.rglob("*.py"))
 
 
-def needed_actions(kinds: set[str], principal: str = "") -> dict[str, set[str]]:
-    """service → data actions, for the request kinds a role made (a request made for a
-    caller, ``queue.count@dashboard``, needs what the request itself needs)."""
-    kinds = {meter.request_kind(kind) for kind in kinds}
-    unknown = kinds - set(ACTIONS)
-    assert not unknown, f"requests of kinds no data action is known for: {sorted(unknown)}"
-    needs: dict[str, set[str]] = {}
-    for kind in kinds:
-        service, action = ACTIONS[kind]
-        if (principal, kind) in ON_EVENTS_TOPIC:
-            service = "servicebus-events"
-        needs.setdefault(service, set()).add(action)
-        if kind == "table.write":
-            needs[service].add(ACTIONS["table.write-delete"][1])
-    return needs
+def bicep_names(settings: Settings) -> dict[str, str]:
+    """A measured deployment's container names (each carries a token of its own) → the
+    names Bicep declares (the settings' defaults, ``test_names.py``); the account stays."""
+    defaults = Settings(_env_file=None)  # type: ignore[call-arg]
+    return dict(zip(containers_for(settings), containers_for(defaults), strict=True)) | {
+        ACCOUNT: ACCOUNT
+    }
 
 
-def allowed(roles: list[BuiltInRole], action: str) -> bool:
-    return any(role.allows(action) for role in roles)
-
-
-def least_privilege_problems(
-    principal: str, needs: dict[str, set[str]], grants: dict[str, list[str]]
-) -> list[str]:
-    known = builtin_roles()
-    problems = []
-    for service in sorted(set(needs) | set(grants)):
-        wanted = needs.get(service, set())
-        roles = [known[role_id] for role_id in grants.get(service, [])]
-        if not wanted and roles:
-            problems.append(f"{principal}: {service} roles granted but never used: {roles}")
-        for action in sorted(wanted):
-            if not allowed(roles, action):
-                problems.append(f"{principal}: {action} is used but not granted")
-        for role in roles:
-            others = [r for r in roles if r is not role]
-            if all(allowed(others, action) for action in wanted):
-                problems.append(f"{principal}: {role.name} adds nothing the others lack")
-                continue
-            for narrower in known.values():
-                if narrower.narrower_than(role) and all(
-                    allowed([*others, narrower], action) for action in wanted
-                ):
-                    problems.append(f"{principal}: {role.name} could be {narrower.name}")
-    return problems
+def requests_in(
+    kinds: Iterable[str], blobs: Iterable[tuple[str, str]], names: Mapping[str, str]
+) -> set[Request]:
+    """The requests of a meter's counts: by kind, and blob requests by their container
+    (named as Bicep names it)."""
+    blobs = list(blobs)
+    assert {k for k in kinds if k.startswith("blob.")} == {k for k, _ in blobs}, (
+        "the meter's blob counts by kind and by container disagree"
+    )
+    requests = {(kind, ACCOUNT) for kind in kinds if not kind.startswith("blob.")}
+    return requests | {(kind, names[container]) for kind, container in blobs}
 
 
 # --- measuring what each role does ------------------------------------------------------
@@ -188,8 +131,9 @@ def wait_for(condition: object, what: str, folder: Path) -> None:
         time.sleep(0.1)
 
 
-def measure_requests(folder: Path) -> dict[str, set[str]]:
-    """principal → the kinds of storage and bus requests it made (a whole batch's worth)."""
+def measure_requests(folder: Path) -> dict[str, set[Request]]:
+    """principal → the storage and bus requests it made (a whole batch's worth): their kinds
+    and, for blob requests, their containers."""
     port = free_port()
     values = deployment_values(
         folder, partitions=1, api_keys="least-privilege-key", port=port, provision_resources=False
@@ -197,8 +141,15 @@ def measure_requests(folder: Path) -> dict[str, set[str]]:
     settings = settings_factory(values)()
     storage, bus = open_storage(settings), open_bus(settings)
     events = open_bus(settings, settings.events_topic)
-    try:  # what Bicep declares in Azure: the roles create nothing
-        ensure_resources(settings.model_copy(update={"provision_resources": True}), storage, bus)
+    try:  # what Bicep declares in Azure, and no more: no blob (nor the control blobs
+        # provisioning writes elsewhere, which the roles then write when they find them missing)
+        for name in queues_for(settings):
+            storage.queue(name).create()
+        for name in containers_for(settings):
+            storage.container(name).create()
+        for name in tables_for(settings):
+            storage.table(name).create()
+        bus.ensure_topic()
         events.ensure_topic()
     finally:
         events.close()
@@ -267,14 +218,18 @@ def measure_requests(folder: Path) -> dict[str, set[str]]:
 
         developer = operator_requests(base, folder)
     measured = {
-        principal: set(meter.collect_exports(folder / "meter" / principal))
+        principal: requests_in(
+            meter.collect_exports(folder / "meter" / principal),
+            meter.collect_container_exports(folder / "meter" / principal),
+            bicep_names(settings),
+        )
         for principal in ("initiator", "processor", "controller")
     }
     return measured | {"developer": developer}
 
 
-def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
-    """The kinds of requests the developer's operator commands make (run in this process,
+def operator_requests(env: dict[str, str], folder: Path) -> set[Request]:
+    """The requests the developer's operator commands make (run in this process,
     whose meter counts nothing else meanwhile)."""
     pricebook = folder / "pricebook.json"
     runner = CliRunner()
@@ -293,7 +248,7 @@ def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
         storage.queue(poison_queue(source)).send(record.model_dump_json())
     finally:
         storage.close()
-    before = meter.snapshot()
+    before, blobs_before = meter.snapshot(), meter.container_snapshot()
     with pytest.MonkeyPatch.context() as patch:
         for name in [k for k in os.environ if k.startswith("BILLING_")]:
             patch.delenv(name)
@@ -316,7 +271,11 @@ def operator_requests(env: dict[str, str], folder: Path) -> set[str]:
                 pricebook.write_text(result.stdout)
         result = runner.invoke(app, ["pricebook", "upload", str(pricebook)])
         assert result.exit_code == 0, result.output
-    return set(meter.diff(meter.snapshot(), before))
+    return requests_in(
+        meter.diff(meter.snapshot(), before),
+        meter.diff(meter.container_snapshot(), blobs_before),
+        bicep_names(settings),
+    )
 
 
 def _values_of(env: Mapping[str, str]) -> dict[str, str]:
@@ -326,37 +285,20 @@ def _values_of(env: Mapping[str, str]) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def requests_by_role(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[str]]:
+def requests_by_role(tmp_path_factory: pytest.TempPathFactory) -> dict[str, set[Request]]:
     return measure_requests(tmp_path_factory.mktemp("least-privilege"))
 
 
 @pytest.mark.parametrize("principal", ["initiator", "processor", "controller", "developer"])
 def test_granted_data_roles_are_the_least_that_allow_what_the_code_does(
-    principal: str, requests_by_role: dict[str, set[str]]
+    principal: str, requests_by_role: dict[str, set[Request]]
 ) -> None:
-    kinds = requests_by_role[principal] | PLATFORM_NEEDS.get(principal, set())
-    kinds |= AZURE_ONLY_NEEDS.get(principal, set())
+    requests = requests_by_role[principal] | PLATFORM_NEEDS.get(principal, set())
+    requests |= AZURE_ONLY_NEEDS.get(principal, set())
     if principal != "developer" and runs_a_queue_listener(principal):
-        kinds |= LISTENER_KINDS
-    print(f"{principal}: {sorted(kinds)}")
-    assert kinds, f"{principal} made no requests: the measurement is broken"
+        requests |= LISTENER_REQUESTS
+    print(f"{principal}: {sorted(requests)}")
+    assert requests, f"{principal} made no requests: the measurement is broken"
     grants = declared_grants()[principal]
-    problems = least_privilege_problems(principal, needed_actions(kinds, principal), grants)
+    problems = least_privilege_problems(principal, needs_of(requests, principal), grants)
     assert not problems, "\n".join(problems)
-
-
-def test_the_check_catches_a_missing_and_a_broader_role() -> None:
-    known = {role.name: role.id for role in builtin_roles().values()}
-    needs = needed_actions({"queue.put", "bus.send"})
-    too_little = {"storage": [], "servicebus": [known["Azure Service Bus Data Sender"]]}
-    too_much = {
-        "storage": [known["Storage Queue Data Contributor"]],
-        "servicebus": [known["Azure Service Bus Data Owner"]],
-    }
-    assert least_privilege_problems("x", needs, too_little) == [
-        f"x: {QUEUE_MESSAGES}/add/action is used but not granted"
-    ]
-    assert sorted(least_privilege_problems("x", needs, too_much)) == [
-        "x: Azure Service Bus Data Owner could be Azure Service Bus Data Sender",
-        "x: Storage Queue Data Contributor could be Storage Queue Data Message Sender",
-    ]

@@ -1,9 +1,9 @@
 """The names Bicep declares are the names the code uses, both ways.
 
-Queues, containers and tables (``shared.provision``), the trigger topic, and the Service
-Bus subscriptions with their rules (what processors and the controller open when they may
-not manage entities), evaluated from the templates with their parameter defaults and the
-code's default settings.
+Queues, containers and tables (``shared.provision``), the containers blob roles are on,
+the trigger topic, and the Service Bus subscriptions with their rules (what processors and
+the controller open when they may not manage entities), evaluated from the templates with
+their parameter defaults and the code's default settings.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from shared.domain.priority import PRIORITIES
 from shared.provision import containers_for, queues_for, tables_for
 from shared.settings import Settings
 from tests.infra.bicep import INFRA_DIR, BicepFile, Evaluator, is_identifier, unwrap
+from tests.infra.grants import ACCOUNT, declared_grants
 
 SETTINGS = Settings(_env_file=None)  # type: ignore[call-arg]
 
@@ -67,6 +68,17 @@ def test_queues_are_those_the_code_uses() -> None:
 def test_containers_and_tables_are_those_the_code_uses() -> None:
     assert storage_names("blobServices/containers") == set(containers_for(SETTINGS))
     assert storage_names("tableServices/tables") == set(tables_for(SETTINGS))
+
+
+def test_blob_roles_are_on_containers_storage_bicep_declares() -> None:
+    scopes = {
+        grant.scope
+        for principal_grants in declared_grants().values()
+        for grant in principal_grants
+        if grant.service == "storage" and grant.scope != ACCOUNT
+    }
+    assert scopes, "no blob role on a container"
+    assert scopes <= storage_names("blobServices/containers")
 
 
 def test_the_apps_scale_on_the_queues_the_code_reads() -> None:

@@ -93,6 +93,16 @@ def mutated(relative: str, old: str, new: str) -> tuple[BicepFile, list[str]]:
             id="probe-type-typo-in-a-variable",
         ),
         pytest.param(
+            "modules/storage-container-access.bicep",
+            "blobServices/containers@2025-01-01' existing",
+            "blobServices/containers@2025-01-31' existing",
+            "container",
+            "no type definition for Microsoft.Storage/storageAccounts/blobServices/containers"
+            "@2025-01-31",
+            "containers@2025-01-31",
+            id="unknown-api-version-of-an-existing-scope",
+        ),
+        pytest.param(
             "modules/identity.bicep",
             "userAssignedIdentities@2024-11-30",
             "userAssignedIdentities@2024-11-31",
@@ -118,6 +128,14 @@ def test_a_deliberate_error_fails_with_file_line_and_path(
 
 def test_the_untouched_template_of_each_mutation_passes() -> None:
     """So the failures above come from the mutations, not from the templates."""
-    for relative in ("app", "storage", "servicebus", "postgres", "registry", "identity"):
+    for relative in (
+        "app",
+        "storage",
+        "storage-container-access",
+        "servicebus",
+        "postgres",
+        "registry",
+        "identity",
+    ):
         file = BicepFile.parse(INFRA_DIR / "modules" / f"{relative}.bicep")
         assert TypeChecker().check(file) == []

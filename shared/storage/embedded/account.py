@@ -58,7 +58,7 @@ class EmbeddedStorageAccount:
         return _names(self._queues, "queues")
 
     def list_containers(self) -> list[str]:
-        meter.record("blob", "list")
+        meter.record("blob", "list", container=meter.ACCOUNT)
         return _names(self._blobs, "containers")
 
     def list_tables(self) -> list[str]:

@@ -100,7 +100,7 @@ class EmbeddedBlobContainer:
         return self._name
 
     def create(self) -> None:
-        meter.record("blob", "put")  # Azure: PUT ?restype=container
+        meter.record("blob", "put", container=self._name)  # Azure: PUT ?restype=container
         self._db.connection().execute(
             "INSERT OR IGNORE INTO containers (name, created_at) VALUES (?, ?)",
             (self._name, now()),
@@ -115,7 +115,7 @@ class EmbeddedBlobContainer:
         create_only: bool = False,
         metadata: Mapping[str, str] | None = None,
     ) -> BlobProperties:
-        meter.record("blob", "put")
+        meter.record("blob", "put", container=self._name)
         validate_blob_name(blob)
         meta = _checked_metadata(metadata or {})
         file = self._write_file(data)
@@ -142,7 +142,7 @@ class EmbeddedBlobContainer:
         return BlobProperties(blob, etag, len(data), utc_from_timestamp(modified), meta)
 
     def get(self, blob: str) -> Blob:
-        meter.record("blob", "get")
+        meter.record("blob", "get", container=self._name)
         for _ in range(_READ_ATTEMPTS):
             row = self._row(blob, extra=", file")
             try:
@@ -153,20 +153,20 @@ class EmbeddedBlobContainer:
         raise ResourceNotFoundError(f"blob {blob!r}: its file keeps vanishing under the reader")
 
     def head(self, blob: str) -> BlobProperties:
-        meter.record("blob", "head")
+        meter.record("blob", "head", container=self._name)
         return _properties(self._row(blob))
 
     def read_blocks(self, blob: str, block_size: int = READ_BLOCK_BYTES) -> Iterator[bytes]:
         # One GET, as Azure's first ranged read; the open file stays readable even if a
         # writer replaces the blob meanwhile (its old file is unlinked, not truncated).
-        meter.record("blob", "get")
+        meter.record("blob", "get", container=self._name)
         source = self._open(blob)
         with source:
             while block := source.read(block_size):
                 yield block
 
     def stage_block(self, blob: str, block_id: str, data: BlockData) -> None:
-        meter.record("blob", "put")
+        meter.record("blob", "put", container=self._name)
         validate_blob_name(blob)
         size = block_length(data)
         _check_block(block_id, size)
@@ -193,7 +193,7 @@ class EmbeddedBlobContainer:
             (self._files / replaced).unlink(missing_ok=True)
 
     def commit_blocks(self, blob: str, block_ids: Sequence[str]) -> BlobProperties:
-        meter.record("blob", "put")
+        meter.record("blob", "put", container=self._name)
         validate_blob_name(blob)
         if len(block_ids) > MAX_BLOCKS:
             raise bad_request("InvalidBlockList", f"more than {MAX_BLOCKS:,} blocks")
@@ -236,7 +236,7 @@ class EmbeddedBlobContainer:
         upper = _prefix_upper_bound(prefix)
         below = "" if upper is None else "AND name < :upper"
         while True:
-            meter.record("blob", "list")
+            meter.record("blob", "list", container=self._name)
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM blobs WHERE container = :container "
                 f"AND name {'>=' if inclusive else '>'} :after {below} ORDER BY name LIMIT :n",
@@ -250,7 +250,7 @@ class EmbeddedBlobContainer:
             after, inclusive = rows[-1][0], False
 
     def delete(self, blob: str, *, if_match: str | None = None) -> None:
-        meter.record("blob", "delete")
+        meter.record("blob", "delete", container=self._name)
         with self._db.transaction() as conn:
             current = conn.execute(
                 "SELECT etag, file FROM blobs WHERE container = ? AND name = ?",
