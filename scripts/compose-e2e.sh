@@ -125,11 +125,15 @@ build() {  # build TAG CONTEXT [docker build options]: quiet, its log kept, show
   local tag=$1 context=$2 log
   shift 2
   log="$work/build-$(printf '%s' "$tag" | tr '/:' '__').log"
-  if ! docker build --network host "$@" -t "$tag" "$context" >"$log" 2>&1; then
-    echo "building $tag failed ($log):" >&2
+  # Tried twice: a build downloads from Debian's mirror, PyPI and npm, and one dropped
+  # connection should not fail the run (the second try starts from the cached layers).
+  for attempt in 1 2; do
+    docker build --network host "$@" -t "$tag" "$context" >"$log" 2>&1 && return 0
+    echo "building $tag failed (attempt $attempt, $log):" >&2
     tail -n 30 "$log" >&2
-    return 1
-  fi
+    [ "$attempt" -eq 1 ] && sleep 5
+  done
+  return 1
 }
 build_standin() {  # build_standin TAG DIR [options]: DIR's files plus the CA bundle
   local tag=$1 dir=$2 context status=0
