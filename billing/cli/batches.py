@@ -151,7 +151,8 @@ def pricebook_upload(
     """Validate a pricebook and make it current for new batches."""
     with operations_store(writes=True) as (settings, storage):
         container = storage.container(settings.control_container)
-        container.create()  # idempotent: the CLI may run before any role has started
+        if settings.provision_resources:  # the CLI may run before any role has started
+            container.create()
         try:
             version = PricebookStore(container).upload(file.read_bytes())
         except PricebookError as error:

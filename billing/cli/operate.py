@@ -19,7 +19,8 @@ def _flip(*, released: bool) -> None:
         bus = open_bus(settings)
         try:
             control = storage.container(settings.control_container)
-            control.create()
+            if settings.provision_resources:  # else the deployment declared it
+                control.create()
             bus.ensure_topic()
             set_gate(control, bus, released=released)
         finally:

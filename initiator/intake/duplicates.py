@@ -1,7 +1,8 @@
 """Exact detection of repeated transaction ids, in bounded memory.
 
-A batch may hold ~15 million ids (a 1 GB file) while the initiator must stay under ~300 MB,
-so keeping every id in a Python dict (~140 bytes an entry with its line number) is not an
+A batch may hold ~15 million ids (a 1 GB file) while taking it may add at most 200 MB to
+the initiator (the intake's memory budget, ``bench.intake.INTAKE_MEMORY_BUDGET_MB``), so
+keeping every id in a Python dict (~140 bytes an entry with its line number) is not an
 option for large batches. The strategy has two phases:
 
 1. **In memory** up to ``memory_limit`` ids: a dict from id to its first line. Most batches

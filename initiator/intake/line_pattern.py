@@ -15,8 +15,8 @@ with no Python code per line: about half the CPU of the line-by-line check
 (``bench.intake``), a third of it the ids' blake2b hashes that the control totals need
 either way.
 
-pyarrow parses faster still, but adds ~60 MB to each helper and takes the initiator's peak
-on a 1 GB body over its 300 MB budget (``bench.intake``).
+pyarrow parses faster still, but adds ~60 MB to each process that imports it, the initiator
+and each helper (decision 0005).
 
 The pattern answers "clean, and here is the segment" or None: "not sure". It is strict in
 one direction only: it leaves to the line-by-line check, which decides exactly as before,

@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from billing.cli.app import app as cli
 from initiator.app import create_app
+from shared import meter
 from shared.coordination.gate import read_gate
 from shared.settings import Settings
 from shared.storage.embedded import EmbeddedStorageAccount
@@ -78,6 +79,30 @@ def test_billing_hold_and_release_flip_the_gate(
         assert read_gate(control) is True
     finally:
         storage.close()
+
+
+def test_billing_hold_creates_no_container_where_the_deployment_declared_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On Azure the roles' grants cover the containers' blobs, not creating containers:
+    # with provisioning off, the operator commands only write the gate.
+    monkeypatch.setenv("BILLING_DATA_DIR", str(tmp_path / "billing"))
+    runner = CliRunner()
+    assert runner.invoke(cli, ["hold"]).exit_code == 0  # the store and its containers made
+
+    def container_writes() -> int:
+        before = meter.container_snapshot()
+        result = runner.invoke(cli, ["hold"])
+        assert result.exit_code == 0, result.output
+        after = meter.container_snapshot()
+        key = ("blob.put", "control")
+        return after.get(key, 0) - before.get(key, 0)
+
+    provisioning = container_writes()
+    monkeypatch.setenv("BILLING_PROVISION_RESOURCES", "false")
+    declared = container_writes()
+    assert provisioning - declared == 1  # the create, and only it, is left out
+    assert declared >= 1  # the gate is still written
 
 
 @pytest.mark.anyio
