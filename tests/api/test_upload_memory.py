@@ -39,15 +39,9 @@ from bench.intake import (
 )
 from billing.cli.uploader import BLOCK_BYTES as BLOCK
 from billing.cli.uploader import upload_file
-from billing.devtools.azurite import (
-    AzuriteServer,
-    AzuriteUnavailableError,
-    azurite_dir,
-    ensure_azurite,
-)
 from billing.sample_batches import generate_lines, write_batch_file
 from shared.storage.embedded import EmbeddedStorageAccount
-from tests.support.azurite import unavailable
+from tests.support.azurite import running_azurite
 
 SIZE_MB = float(os.environ.get("BILLING_TEST_UPLOAD_MB", "16"))
 #: The large file's size: the issue's 1 GB by default, smaller for a quick local run.
@@ -166,19 +160,8 @@ def _storage(backend: str) -> Iterator[dict[str, str]]:
     if backend == "embedded":
         yield {}
         return
-    try:
-        server = AzuriteServer(ensure_azurite(azurite_dir()))
-    except AzuriteUnavailableError as error:
-        unavailable(str(error))
-    try:
-        info = server.start()
-    except AzuriteUnavailableError as error:
-        server.close()
-        unavailable(str(error))
-    try:
+    with running_azurite() as info:
         yield {"BILLING_STORAGE_CONNECTION_STRING": info.connection_string}
-    finally:
-        server.close()
 
 
 def _large_csv(path: Path, size: int) -> int:

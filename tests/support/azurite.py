@@ -7,6 +7,7 @@ they fail: CI must prove both backends.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import NoReturn
@@ -22,7 +23,7 @@ from billing.devtools.azurite import (
     free_ports,
 )
 
-__all__ = ["AzuriteInfo", "azurite", "free_ports", "unavailable"]
+__all__ = ["AzuriteInfo", "azurite", "free_ports", "running_azurite", "unavailable"]
 
 
 def unavailable(reason: str, tool: str = "Azurite") -> NoReturn:
@@ -32,9 +33,9 @@ def unavailable(reason: str, tool: str = "Azurite") -> NoReturn:
     pytest.skip(f"{tool} tests skipped: {reason}")
 
 
-@pytest.fixture(scope="session")
-def azurite() -> Iterator[AzuriteInfo]:
-    """A running Azurite for the whole session (started on first use, stopped at the end)."""
+@contextlib.contextmanager
+def running_azurite() -> Iterator[AzuriteInfo]:
+    """An Azurite of the caller's own, stopped when the block ends."""
     try:
         server = AzuriteServer(ensure_azurite(azurite_dir()))
     except AzuriteUnavailableError as error:
@@ -48,3 +49,10 @@ def azurite() -> Iterator[AzuriteInfo]:
         yield info
     finally:
         server.close()
+
+
+@pytest.fixture(scope="session")
+def azurite() -> Iterator[AzuriteInfo]:
+    """A running Azurite for the whole session (started on first use, stopped at the end)."""
+    with running_azurite() as info:
+        yield info
