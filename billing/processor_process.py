@@ -20,7 +20,7 @@ from billing.deployment import Deployment
 from processor.supervisor import ProcessorSupervisor
 from processor.wedged_report import WedgedReport
 from shared.domain.priority import Priority
-from shared.gc_tuning import tune_collector
+from shared.gc_tuning import FullCollections, tune_collector
 from shared.lifecycle import Shutdown
 from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings
@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 #: How often a worker process looks at the supervisor's stop event (a local check).
 CHILD_CHECK_SECONDS = 0.2
+#: How often a worker process collects all its garbage: the storage SDKs' short-lived cycles
+#: would otherwise wait for the tuned collector (shared.gc_tuning) and hold about 20 MB.
+FULL_COLLECTION_SECONDS = 10.0
 
 
 def run_processors(
@@ -105,7 +108,9 @@ def run_worker_process(
     with Deployment(settings, provision=False) as deployment:
         worker = deployment.start(deployment.processor(priorities=priorities))
         tune_collector(settings.gc_young_threshold)
+        collections = FullCollections(FULL_COLLECTION_SECONDS, settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):
+            collections.tick()
             report.write(worker.listener.wedged())
             if stop.is_set() or (parent is not None and not parent.is_alive()):
                 break

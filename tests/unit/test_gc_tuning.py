@@ -5,8 +5,12 @@ Each case runs in a fresh interpreter, so the test process keeps Python's settin
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
+import weakref
+
+from shared.gc_tuning import FullCollections
 
 PROBE = """
 import gc, sys
@@ -34,3 +38,37 @@ def test_it_freezes_start_up_and_raises_only_the_youngest_threshold() -> None:
 
 def test_zero_keeps_pythons_settings() -> None:
     assert collector_after(0) == "(700, 10, 10) (700, 10, 10) False"
+
+
+class _Cycle:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_full_collections_collect_once_a_period_has_passed() -> None:
+    now = [0.0]
+    collections = FullCollections(10.0, young_threshold=100_000, clock=lambda: now[0])
+    was_enabled = gc.isenabled()
+    gc.disable()  # only the ticks may collect the cycle
+    try:
+        cycle = weakref.ref(_Cycle())
+        now[0] = 9.9
+        assert collections.tick() is None
+        assert cycle() is not None
+        now[0] = 10.0
+        found = collections.tick()
+        assert cycle() is None
+        assert found is not None
+        assert found >= 1
+        now[0] = 15.0
+        assert collections.tick() is None  # the next period starts at the collection
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_full_collections_do_nothing_where_the_collector_keeps_pythons_settings() -> None:
+    now = [0.0]
+    collections = FullCollections(10.0, young_threshold=0, clock=lambda: now[0])
+    now[0] = 100.0
+    assert collections.tick() is None
