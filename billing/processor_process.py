@@ -30,9 +30,6 @@ log = logging.getLogger(__name__)
 
 #: How often a worker process looks at the supervisor's stop event (a local check).
 CHILD_CHECK_SECONDS = 0.2
-#: How often a worker process collects all its garbage: the storage SDKs' short-lived cycles
-#: would otherwise wait for the tuned collector (shared.gc_tuning) and hold about 20 MB.
-FULL_COLLECTION_SECONDS = 10.0
 
 
 def run_processors(
@@ -108,7 +105,8 @@ def run_worker_process(
     with Deployment(settings, provision=False) as deployment:
         worker = deployment.start(deployment.processor(priorities=priorities))
         tune_collector(settings.gc_young_threshold)
-        collections = FullCollections(FULL_COLLECTION_SECONDS, settings.gc_young_threshold)
+        # The storage SDKs' short-lived cycles would otherwise wait for the tuned collector.
+        collections = FullCollections(settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):
             collections.tick()
             report.write(worker.listener.wedged())

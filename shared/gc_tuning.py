@@ -25,10 +25,9 @@ process:
 The price is memory: each Azure SDK request leaves a few short-lived reference cycles (a
 blob client's serializers, a queue receive's pager), which now wait longer to be freed,
 and the allocator keeps what they took. A processor's worker process, which makes several
-requests per chunk and is otherwise idle, settled about 20 MB higher on Azurite.
-:class:`FullCollections` gives such a loop a full collection every so often: it walks only
-what is not frozen (12 ms on average in a worker, at most 21), and the worker settled
-about 4 MB higher instead (docs/soak.md).
+requests per chunk, settled about 20 MB higher on Azurite. :class:`FullCollections` gives
+its loop a full collection every 10 s: it walks only what is not frozen (12 ms on average
+in a worker, at most 21), and the worker settled about 4 MB higher instead (docs/soak.md).
 """
 
 from __future__ import annotations
@@ -39,6 +38,9 @@ import time
 from collections.abc import Callable
 
 log = logging.getLogger(__name__)
+
+#: How often :class:`FullCollections` collects all the garbage.
+FULL_COLLECTION_SECONDS = 10.0
 
 DEFAULT_YOUNG_THRESHOLD = 100_000
 """Allocations between collections of the youngest generation: large enough that a chunk's
@@ -65,7 +67,10 @@ class FullCollections:
     (:meth:`tick` on each turn); nothing while the collector keeps Python's settings."""
 
     def __init__(
-        self, period: float, young_threshold: int, clock: Callable[[], float] = time.monotonic
+        self,
+        young_threshold: int,
+        period: float = FULL_COLLECTION_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._period = period
         self._enabled = young_threshold > 0

@@ -47,7 +47,7 @@ class _Cycle:
 
 def test_full_collections_collect_once_a_period_has_passed() -> None:
     now = [0.0]
-    collections = FullCollections(10.0, young_threshold=100_000, clock=lambda: now[0])
+    collections = FullCollections(100_000, period=10.0, clock=lambda: now[0])
     was_enabled = gc.isenabled()
     gc.disable()  # only the ticks may collect the cycle
     try:
@@ -69,6 +69,6 @@ def test_full_collections_collect_once_a_period_has_passed() -> None:
 
 def test_full_collections_do_nothing_where_the_collector_keeps_pythons_settings() -> None:
     now = [0.0]
-    collections = FullCollections(10.0, young_threshold=0, clock=lambda: now[0])
+    collections = FullCollections(0, period=10.0, clock=lambda: now[0])
     now[0] = 100.0
     assert collections.tick() is None
