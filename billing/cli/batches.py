@@ -15,7 +15,7 @@ from rich.console import Console
 from billing.cli.api import API_KEY_OPTION, URL_OPTION, api_client
 from billing.cli.console import make_console
 from billing.cli.progress import counted, follow_batch, upload_progress
-from billing.cli.store import operations_store
+from billing.cli.store import control_for_writing, operations_store
 from billing.cli.uploader import forget, upload_file
 from billing.sample_batches import BatchFileFormat, write_batch_file
 from shared.domain.pricebook import PricebookError
@@ -150,9 +150,7 @@ def pricebook_upload(
 ) -> None:
     """Validate a pricebook and make it current for new batches."""
     with operations_store(writes=True) as (settings, storage):
-        container = storage.container(settings.control_container)
-        if settings.provision_resources:  # the CLI may run before any role has started
-            container.create()
+        container = control_for_writing(settings, storage)
         try:
             version = PricebookStore(container).upload(file.read_bytes())
         except PricebookError as error:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from billing.cli.store import operations_store
+from billing.cli.store import control_for_writing, operations_store
 from shared.bus import open_bus
 from shared.coordination.gate import set_gate
 
@@ -18,9 +18,7 @@ def _flip(*, released: bool) -> None:
     with operations_store(writes=True) as (settings, storage):
         bus = open_bus(settings)
         try:
-            control = storage.container(settings.control_container)
-            if settings.provision_resources:  # else the deployment declared it
-                control.create()
+            control = control_for_writing(settings, storage)
             bus.ensure_topic()
             set_gate(control, bus, released=released)
         finally:

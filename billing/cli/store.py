@@ -19,7 +19,7 @@ import typer
 from billing.cli.failures import UNREACHABLE, CommandError
 from shared.settings import Settings
 from shared.storage import open_storage
-from shared.storage.ports import StorageAccount
+from shared.storage.ports import BlobContainer, StorageAccount
 
 
 def embedded_root(settings: Settings) -> Path:
@@ -68,6 +68,16 @@ def operations_store(*, writes: bool) -> Iterator[tuple[Settings, StorageAccount
         yield settings, storage
     finally:
         storage.close()
+
+
+def control_for_writing(settings: Settings, storage: StorageAccount) -> BlobContainer:
+    """The control container, for a command that writes to it and may be the first to use
+    it: made here where the deployment provisions its own resources, else the deployment
+    declared it (Bicep), and the command's grant covers its blobs, not making containers."""
+    control = storage.container(settings.control_container)
+    if settings.provision_resources:
+        control.create()
+    return control
 
 
 def _missing(settings: Settings) -> str:
