@@ -53,6 +53,7 @@ PROBLEM_KINDS = (
     "body-timeout",
     "client-disconnected",
     "duplicate-body",
+    "duplicate-transaction-ids",
     "idempotency-conflict",
     "idempotency-in-progress",
     "intakes-busy",
