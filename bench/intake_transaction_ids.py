@@ -105,16 +105,86 @@ def transaction_id_check_cost(report: Report, *, quick: bool, rounds: int) -> No
         ],
         rows,
     )
+    parts = direct_costs(shapes, window_ids, repeats=3 if quick else 7)
+    intake_ms = {label: statistics.median(samples[label].seconds["off"]) * 1000 for label in shapes}
+    report.table(
+        f"billed-id check: its parts timed alone (embedded, medians of the runs), in ms and "
+        f"against the batch's intake time with the check off; window: {window_ids:,} ids",
+        ["part", *(f"{label} ms" for label in shapes), *(f"of {label}" for label in shapes)],
+        [
+            [
+                part,
+                *(by_label[label] for label in shapes),
+                *(f"{by_label[label] / intake_ms[label]:.1%}" for label in shapes),
+            ]
+            for part, by_label in parts.items()
+        ],
+    )
+    for label in shapes:
+        total = sum(by_label[label] for by_label in parts.values())
+        report.figure(f"transaction_ids.{label}.parts_ms", total)
+        report.figure(f"transaction_ids.{label}.parts_of_intake", total / intake_ms[label])
     report.figure("transaction_ids.window_ids", window_ids)
     report.figure("transaction_ids.window_disk_mb", window_ids * 8 / 1e6)
     small, large = rows[0], rows[-1]
+    share = {
+        label: sum(by_label[label] for by_label in parts.values()) / intake_ms[label]
+        for label in shapes
+    }
     report.conclude(
         f"with the billed-id check on and {window_ids:,} ids in the window, intake runs at "
         f"{small[6]:.2f}x its speed without it on a {shapes['small'].transactions:,}-"
         f"transaction batch and {large[6]:.2f}x on {shapes['large'].transactions:,} "
-        f"(ratios within the rounds' spread are noise); the window's fingerprints take "
-        f"{window_ids * 8 / 1e6:.1f} MB of local disk per initiator process"
+        f"(ratios within the rounds' spread are noise); timed alone, its parts add "
+        f"{share['small']:.0%} and {share['large']:.0%} of the intake time; the window's "
+        f"fingerprints take {window_ids * 8 / 1e6:.1f} MB of local disk per initiator process"
     )
+
+
+def direct_costs(
+    shapes: dict[str, Shape], window_ids: int, repeats: int
+) -> dict[str, dict[str, float]]:
+    """The check's parts timed alone for a batch of each shape's size, in ms (medians):
+    fingerprints (hash, partition, sort), its own index blob's put, the comparison with a
+    window of ``window_ids`` ids already cached."""
+    parts: dict[str, dict[str, list[float]]] = {
+        "fingerprints: hash, partition, sort": {label: [] for label in shapes},
+        "own index blob written": {label: [] for label in shapes},
+        "listing and comparison with the window": {label: [] for label in shapes},
+    }
+    fingerprints, written, compared = parts.values()
+    with tempfile.TemporaryDirectory(prefix="bench-transaction-ids-direct-") as folder:
+        settings = Settings(_env_file=None, data_dir=Path(folder))  # type: ignore[call-arg]
+        storage = open_storage(settings)
+        try:
+            control = storage.container(settings.control_container)
+            control.create()
+            _fill_window(control, window_ids)
+            window = IdWindow(control, timedelta(days=1))
+            for run in range(repeats):
+                for label, shape in shapes.items():
+                    ids = [f"run-{run}-{n:09d}" for n in range(shape.transactions)]
+                    with FingerprintPartitions() as partitions:
+                        started = time.perf_counter()
+                        for start in range(0, len(ids), 2_000):
+                            partitions.add(ids[start : start + 2_000])
+                        partitions.finish()
+                        fingerprints[label].append(time.perf_counter() - started)
+                        started = time.perf_counter()
+                        name = window.publish(f"run-{run}-{label}", utc_now(), partitions)
+                        written[label].append(time.perf_counter() - started)
+                        started = time.perf_counter()
+                        repeats_found = window.repeats(name, partitions)
+                        compared[label].append(time.perf_counter() - started)
+                        assert not repeats_found
+                        control.delete(name)
+            window.close()
+        finally:
+            storage.close()
+    return {
+        part: {label: statistics.median(times) * 1000 for label, times in by_label.items()}
+        for part, by_label in parts.items()
+    }
 
 
 def _added_requests(got: _Samples) -> str:

@@ -23,13 +23,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from array import array
-from bisect import bisect_left
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import BinaryIO
 
 from azure.core.exceptions import ResourceModifiedError
 
@@ -39,6 +37,7 @@ from initiator.id_window.index import (
     CachedIndex,
     IndexCache,
     IndexEntry,
+    OpenIndex,
     entry_of,
     index_name,
     write_index,
@@ -46,10 +45,6 @@ from initiator.id_window.index import (
 from shared.closing import Closing
 from shared.contracts.batch_records import utc_now
 from shared.storage.ports import BlobContainer
-
-#: A set this many times smaller than a section looks its fingerprints up one by one
-#: (about log2 of the section's size probes each) instead of reading the whole section.
-_LOOK_UP_BELOW = 16
 
 log = logging.getLogger(__name__)
 
@@ -153,40 +148,19 @@ def _counts(
 ) -> list[tuple[CachedIndex, int]]:
     """How many of ``fingerprints`` each of ``others`` holds, a partition at a time."""
     counts = [0] * len(others)
-    files: list[BinaryIO | None] = []
-    try:
+    with ExitStack() as stack:
+        opened: list[OpenIndex | None] = []
         for cached in others:
             try:
-                files.append(cached.path.open("rb"))
+                opened.append(stack.enter_context(cached.open()))
             except FileNotFoundError:  # dropped by another intake's listing: out of the window
-                files.append(None)
+                opened.append(None)
         for number in range(PARTITIONS):
             own = fingerprints.partition(number)
             if not own:
                 continue
             own_set = set(own)
-            for index, (cached, file) in enumerate(zip(others, files, strict=True)):
-                if file is None:
-                    continue
-                counts[index] += _common(own_set, cached.section(file, number))
-    finally:
-        for file in files:
-            if file is not None:
-                file.close()
+            for index, other in enumerate(opened):
+                if other is not None:
+                    counts[index] += other.common(number, own_set)
     return list(zip(others, counts, strict=True))
-
-
-def _common(own: set[int], section: array[int]) -> int:
-    """How many of ``own`` the sorted ``section`` holds."""
-    if not section:
-        return 0
-    if len(own) * _LOOK_UP_BELOW < len(section):
-        size = len(section)
-        common = 0
-        for value in own:
-            at = bisect_left(section, value)
-            common += at < size and section[at] == value
-        return common
-    if own.isdisjoint(section):
-        return 0
-    return len(own.intersection(section))

@@ -18,12 +18,13 @@ from initiator.id_window.index import (
     HEADER_BYTES,
     IndexCache,
     IndexEntry,
+    common_count,
     entry_of,
     index_name,
     offsets_of,
     write_index,
 )
-from initiator.id_window.window import IdWindow, _common
+from initiator.id_window.window import IdWindow
 from shared.domain.transactions import transaction_id_hash
 from shared.storage.embedded import EmbeddedStorageAccount
 from shared.storage.embedded.blob import EmbeddedBlobContainer
@@ -136,9 +137,10 @@ def test_an_index_blob_reads_back_partition_by_partition(
         cached = cache.get(entry)
         assert cached is not None
         expected = _expected(ids)
-        with cached.path.open("rb") as file:
-            sections = [list(cached.section(file, number)) for number in range(PARTITIONS)]
-        assert sections == expected
+        with cached.open() as opened:
+            counts = [opened.common(n, set(expected[n])) for n in range(PARTITIONS)]
+            assert opened.common(0, {1, 2, 3}) == 0
+        assert counts == [len(values) for values in expected]
         assert cache.get(entry) is cached
         assert cache.downloads == 1
 
@@ -163,9 +165,9 @@ def test_names_the_index_did_not_write_are_not_entries() -> None:
 def test_common_counts_the_same_either_way(own_size: int) -> None:
     section = array("Q", range(0, 20_000, 2))
     own = set(range(1, 2 * own_size, 2)) | {4, 10}
-    assert _common(own, section) == 2
-    assert _common({1, 3}, section) == 0
-    assert _common(own, array("Q")) == 0
+    assert common_count(own, section) == 2
+    assert common_count({1, 3}, section) == 0
+    assert common_count(own, array("Q")) == 0
 
 
 def test_the_window_counts_repeats_per_batch_and_deletes_expired_blobs(
