@@ -139,7 +139,9 @@ class IdWindow(Closing):
                 self.remove(entry.name, if_match=entry.etag)
             else:
                 current.append(entry)
-        self._cache.keep({entry.name for entry in current})
+        # Its own name too: another intake of this process may have cached this batch's
+        # blob, and must still find it.
+        self._cache.keep({own_name, *(entry.name for entry in current)})
         return current
 
 

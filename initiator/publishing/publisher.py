@@ -111,6 +111,11 @@ class Publisher:
     def begin(self, intent: BatchIntent) -> Publication:
         return Publication(self, intent)
 
+    def close(self) -> None:
+        """Drop the local copies of other batches' index blobs (if the id check is on)."""
+        if self.id_window is not None:
+            self.id_window.close()
+
 
 class Publication:
     """One batch on its way: :meth:`add_chunk` while parsing, then :meth:`commit` or

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from initiator.dependencies import Services
+from initiator.id_window import DuplicateTransactionIdsError
 from initiator.id_window.index import PREFIX, index_name
 from initiator.publishing import sweep_orphans
 from shared.contracts.batch_records import BATCH_PARTITION, utc_now
@@ -161,6 +162,32 @@ def test_the_index_of_a_crashed_intake_refuses_nothing_once_it_is_swept(
 
     assert later.record.status is BatchStatus.ACCEPTED
     assert orphan_index not in _index_blobs(services)
+
+
+def test_a_batch_repeating_one_still_being_accepted_is_refused(
+    settings: Settings, open_services_for: ServicesFactory
+) -> None:
+    """B arrives while A, sharing an id, has written its index blob but is not accepted yet:
+    B is refused naming A, and A, which then finds no blob of B, is accepted."""
+    answers: list[BaseException | str] = []
+
+    def second_batch_meanwhile(step: str) -> None:
+        if step == "transaction_ids_indexed" and not answers:
+            answers.append("started")
+            try:
+                services.acceptance.accept(BytesBody(REPEATING), _request(key=None))
+            except DuplicateTransactionIdsError as refused:
+                answers.append(refused)
+
+    services = open_services_for(settings, second_batch_meanwhile)
+    first = services.acceptance.accept(BytesBody(FIRST), _request(key=None))
+
+    assert first.record.status is BatchStatus.ACCEPTED
+    refused = answers[-1]
+    assert isinstance(refused, DuplicateTransactionIdsError)
+    assert refused.batch_id == first.record.batch_id
+    assert _rows(services, BATCH_PARTITION) == [first.record.batch_id]
+    assert len(_index_blobs(services)) == 1
 
 
 @pytest.mark.parametrize("processes", [1, 2], ids=["serial reader", "helpers' segments"])
