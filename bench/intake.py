@@ -2,6 +2,7 @@
 
     python -m bench.intake [--quick] [--size-gb 1] [--sweep-transactions 200000]
                            [--duplicate-rounds 7] [--only-duplicates]
+                           [--only-transaction-ids]
 
 1. **Throughput and memory.** A generated CSV of ``--size-gb`` is POSTed to a real initiator
    (``billing initiator`` in a subprocess, embedded backend in a temporary folder), streamed
@@ -16,6 +17,9 @@
 4. **Duplicate-body check** on, off and overridden, on a small and a large batch, rounds
    interleaved (:mod:`bench.intake_duplicates`): transactions/s, the on/off ratio per shape
    and the table requests it adds. ``--only-duplicates`` runs this part alone.
+6. **Billed-id check** off, on, and on with a million ids already in the window, on the
+   same two batches, rounds interleaved (:mod:`bench.intake_transaction_ids`): the ratios
+   and the blob requests it adds. ``--only-transaction-ids`` runs this part alone.
 5. **Segment checks** per batch shape: an intake helper's fast path for a clean CSV or JSON
    Lines segment against the line-by-line check (:mod:`bench.intake_segments`).
 """
@@ -39,6 +43,7 @@ import psutil
 from bench.intake_duplicates import duplicate_check_cost
 from bench.intake_segments import segment_check_cost
 from bench.intake_sweep import chunk_size_sweep, compression_levels
+from bench.intake_transaction_ids import transaction_id_check_cost
 from bench.report import Report, base_parser
 from billing.sample_batches import write_batch_file
 from initiator.intake import parse_batch
@@ -66,19 +71,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only-duplicates", action="store_true", help="only the duplicate-body check's cost"
     )
+    parser.add_argument(
+        "--only-transaction-ids", action="store_true", help="only the billed-id check's cost"
+    )
     args = parser.parse_args(argv)
     quick: bool = args.quick
     size_gb: float = args.size_gb or (0.02 if quick else 1.0)
     sweep_transactions: int = args.sweep_transactions or (20_000 if quick else 200_000)
     duplicate_rounds: int = args.duplicate_rounds or (3 if quick else 7)
     report = Report(benchmark="intake", quick=quick)
-    if not args.only_duplicates:
+    everything = not (args.only_duplicates or args.only_transaction_ids)
+    if everything:
         with tempfile.TemporaryDirectory(prefix="bench-intake-") as folder:
             measure_big_file(report, Path(folder), size_gb)
         chunk_size_sweep(report, sweep_transactions, rounds=1 if quick else 2)
         compression_levels(report)
         segment_check_cost(report, quick=quick)
-    duplicate_check_cost(report, quick=quick, rounds=duplicate_rounds)
+    if everything or args.only_duplicates:
+        duplicate_check_cost(report, quick=quick, rounds=duplicate_rounds)
+    if everything or args.only_transaction_ids:
+        transaction_id_check_cost(report, quick=quick, rounds=duplicate_rounds)
     report.emit(args.json)
     return 0
 

@@ -56,6 +56,7 @@ class Services:
 
     def close(self) -> None:
         self.sweeper.close()
+        self.publisher.close()
         self.warehouse.dispose()
         if self.owns_connections:
             self.bus.close()

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from initiator.body import BodyTimeoutError, BodyTooLargeError
+from initiator.id_window import DuplicateTransactionIdsError
 from initiator.idempotency import (
     DuplicateBodyError,
     IdempotencyConflictError,
@@ -52,6 +53,7 @@ PROBLEM_KINDS = (
     "body-timeout",
     "client-disconnected",
     "duplicate-body",
+    "duplicate-transaction-ids",
     "idempotency-conflict",
     "idempotency-in-progress",
     "intakes-busy",
@@ -130,6 +132,12 @@ async def _idempotency_conflict(_request: Request, exc: Exception) -> JSONRespon
 
 async def _duplicate_body(_request: Request, exc: Exception) -> JSONResponse:
     return problem(409, "Batch file already accepted", str(exc), kind="duplicate-body")
+
+
+async def _duplicate_transaction_ids(_request: Request, exc: Exception) -> JSONResponse:
+    return problem(
+        409, "Transaction ids already accepted", str(exc), kind="duplicate-transaction-ids"
+    )
 
 
 async def _idempotency_in_progress(_request: Request, exc: Exception) -> JSONResponse:
@@ -250,6 +258,7 @@ def register_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(BodyTooLargeError, _body_too_large)
     app.add_exception_handler(IdempotencyConflictError, _idempotency_conflict)
     app.add_exception_handler(DuplicateBodyError, _duplicate_body)
+    app.add_exception_handler(DuplicateTransactionIdsError, _duplicate_transaction_ids)
     app.add_exception_handler(IdempotencyInProgressError, _idempotency_in_progress)
     app.add_exception_handler(NoPricebookError, _no_pricebook)
     app.add_exception_handler(UploadUnknownError, _upload_unknown)

@@ -66,7 +66,9 @@ _IN_FLIGHT_PER_HELPER = 2
 class ChunkSink(Protocol):
     """Where checked chunks go (:class:`~initiator.publishing.Publication`)."""
 
-    def add_chunk_document(self, document: bytes, lines: tuple[int, int, int]) -> None: ...
+    def add_chunk_document(
+        self, document: bytes, lines: tuple[int, int, int], transaction_ids: Iterable[str]
+    ) -> None: ...
 
 
 def read_in_segments(
@@ -245,5 +247,7 @@ class _SegmentedRead:
         self._chunks += 1
         transactions = sum(part.transactions for part in parts)
         self._sink.add_chunk_document(
-            document, (parts[0].first_line, parts[-1].last_line, transactions)
+            document,
+            (parts[0].first_line, parts[-1].last_line, transactions),
+            chain.from_iterable(part.transaction_ids for part in parts),
         )

@@ -140,6 +140,14 @@ class Settings(BaseSettings):
         description="a body identical to one accepted this recently is refused (409); 0: off",
         ge=0,
     )
+    #: One listing per batch, one download per new batch in the window, the batch's ids
+    #: x 8 bytes written (docs/intake.md, "The same file twice").
+    duplicate_transaction_ids: bool = setting(
+        False,
+        tier="operate",
+        description="also refuse (409) a batch holding a transaction id accepted in another "
+        "live batch within the duplicate-body window",
+    )
     #: Renewed every third of it from the claim to ``accepted``, which takes seconds.
     intake_lease_seconds: float = setting(
         15.0,

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from initiator.id_window import DuplicateTransactionIdsError, FingerprintPartitions, IdWindow
 from initiator.idempotency import DuplicateBodyError, IdempotencyKeys, IdempotencyKeyTakenError
 from initiator.publishing.outcome import IntakeOutcomeUnknownError, settle
 from initiator.publishing.payloads import PayloadWriter, StoredChunk
@@ -42,6 +43,7 @@ STEPS = (
     "payloads_written",
     "idempotency_claimed",
     "record_accepting",
+    "transaction_ids_indexed",
     "work_item_sent",
     "record_accepted",
     "trigger_published",
@@ -96,12 +98,23 @@ class Publisher:
         self.trigger_topic = settings.trigger_topic
         self.lease_seconds = settings.intake_lease_seconds
         self.duplicate_window = timedelta(seconds=settings.duplicate_body_window_seconds)
+        #: The billed-id window's index blobs, when that check is on (it shares the window).
+        self.id_window = (
+            IdWindow(self.control, self.duplicate_window)
+            if settings.duplicate_transaction_ids and self.duplicate_window
+            else None
+        )
         self.bus = bus
         self.fault = fault or _no_fault
         self.compresslevel = compresslevel
 
     def begin(self, intent: BatchIntent) -> Publication:
         return Publication(self, intent)
+
+    def close(self) -> None:
+        """Drop the local copies of other batches' index blobs (if the id check is on)."""
+        if self.id_window is not None:
+            self.id_window.close()
 
 
 class Publication:
@@ -116,18 +129,28 @@ class Publication:
         )
         self._stored: StoredBatch | None = None
         self._last_heartbeat = 0.0
+        # Only with the billed-id check on: the ids' fingerprints, and then their index blob.
+        self._fingerprints = FingerprintPartitions() if publisher.id_window else None
+        self._id_index: str | None = None
 
     def add_chunk(self, rows: Sequence[NumberedTransaction]) -> None:
         """Step 1: a chunk's payload blob (and, before the very first, the record)."""
         self._before_chunk()
         self._writer.write(rows)
+        if self._fingerprints is not None:
+            self._fingerprints.add([transaction.transaction_id for _, transaction in rows])
 
-    def add_chunk_document(self, document: bytes, lines: tuple[int, int, int]) -> None:
+    def add_chunk_document(
+        self, document: bytes, lines: tuple[int, int, int], transaction_ids: Iterable[str]
+    ) -> None:
         """:meth:`add_chunk` for a chunk whose payload document was made elsewhere (the
         next chunk's, by :func:`~shared.contracts.chunk_payload.chunk_json`);
-        ``lines``: its first and last line and its transaction count."""
+        ``lines``: its first and last line and its transaction count; ``transaction_ids``:
+        its ids, read only when the billed-id check is on."""
         self._before_chunk()
         self._writer.write_document(document, lines)
+        if self._fingerprints is not None:
+            self._fingerprints.add(transaction_ids)
 
     @property
     def batch_id(self) -> str:
@@ -143,6 +166,7 @@ class Publication:
 
     def discard(self) -> None:
         """The batch was rejected (or the request failed): remove every trace of it."""
+        self._close_fingerprints()
         if self._stored is None:
             self._writer.close()  # nothing was written: the record precedes the first blob
             return
@@ -187,6 +211,7 @@ class Publication:
             )
             fault("record_accepting")
             self._claim_body(body_sha256)
+            self._claim_transaction_ids()
             queue_names = self._enqueue(chunks)
             self._signal_work()
             self._save(status=BatchStatus.ACCEPTED, accepted_at=utc_now())
@@ -194,11 +219,15 @@ class Publication:
         except Exception as error:
             # A refusal the sender is answered with (another request holds the key or the
             # body) discards the batch; a storage failure abandons it with an event.
-            refused = isinstance(error, IdempotencyKeyTakenError | DuplicateBodyError)
+            refused = isinstance(
+                error,
+                IdempotencyKeyTakenError | DuplicateBodyError | DuplicateTransactionIdsError,
+            )
             accepted = self._settle(
                 AbandonReason.DISCARDED if refused else AbandonReason.INTAKE_FAILED
             )
             if accepted is None:
+                self._remove_id_index()
                 raise
             log.warning(
                 "batch %s: storage failed after it was accepted; answered as accepted",
@@ -207,6 +236,8 @@ class Publication:
             )
             self._announce(accepted, queue_names)
             return accepted
+        finally:
+            self._close_fingerprints()
         record = self._stored.record
         self._announce(record, queue_names)
         return record
@@ -227,23 +258,46 @@ class Publication:
         """Step 3b: the body → batch mapping, refused while it names a live batch received
         within the window (the same file sent twice). After ``accepting``, so that the
         record knows the body and its cleanup removes the mapping."""
-        window = self._p.duplicate_window
-        if not window:
+        if not self._p.duplicate_window:
             return
-        records = self._p.records
-
-        def is_live(batch_id: str) -> bool:
-            found = records.find(batch_id)
-            if found is None or found.record.status is BatchStatus.ABANDONED:
-                return False
-            return found.record.received_at > utc_now() - window
-
         self._p.keys.claim_body(
             body_sha256,
             self._intent.batch_id,
-            is_live=is_live,
+            is_live=self._is_live,
             allow_duplicate=self._intent.allow_duplicate,
         )
+
+    def _claim_transaction_ids(self) -> None:
+        """Step 3c, with the billed-id check on: the batch's own index blob first, then the
+        others of the window compared with it (initiator.id_window); refused while one of
+        them is a live batch holding one of its ids. Its own blob is written even with
+        ``allow_duplicate``: its ids are billed too."""
+        window, fingerprints = self._p.id_window, self._fingerprints
+        if window is None or fingerprints is None:
+            return
+        fingerprints.finish()
+        self._id_index = window.publish(
+            self._intent.batch_id, self._intent.received_at, fingerprints
+        )
+        self._p.fault("transaction_ids_indexed")
+        if not self._intent.allow_duplicate:
+            window.refuse_repeats(self._id_index, fingerprints, self._is_live)
+
+    def _is_live(self, batch_id: str) -> bool:
+        """Whether ``batch_id`` is accepted, or being accepted, and was received within the
+        duplicate window: a batch a duplicate of which is refused."""
+        found = self._p.records.find(batch_id)
+        if found is None or found.record.status is BatchStatus.ABANDONED:
+            return False
+        return found.record.received_at > utc_now() - self._p.duplicate_window
+
+    def _remove_id_index(self) -> None:
+        if self._id_index is not None and self._p.id_window is not None:
+            self._p.id_window.remove(self._id_index)
+
+    def _close_fingerprints(self) -> None:
+        if self._fingerprints is not None:
+            self._fingerprints.close()
 
     def _renew_lease(self) -> None:
         if self._intent.idempotency_key_hash is None:

@@ -77,7 +77,10 @@ async def submit_batch(
     ] = None,
     allow_duplicate: Annotated[
         bool,
-        Query(description="accept a body identical to one accepted recently (billed twice)"),
+        Query(
+            description="accept a body identical to one accepted recently, or transaction ids "
+            "accepted recently (billed twice)"
+        ),
     ] = False,
     services: Services = Depends(get_services),
 ) -> Any:
@@ -86,7 +89,9 @@ async def submit_batch(
     a duplicate ``transaction_id`` or an oversize body rejects the batch (a problem naming the
     lines and reasons) and leaves no trace. The same ``Idempotency-Key`` with the same body
     answers 200 with the batch already accepted; the same body without a key, within a day
-    of the first, answers 409 naming it unless ``allow_duplicate`` is set.
+    of the first, answers 409 naming it unless ``allow_duplicate`` is set; with
+    ``BILLING_DUPLICATE_TRANSACTION_IDS`` so does a body holding a transaction id accepted
+    in another batch within that day.
 
     With ``Content-Type: application/json`` and ``{"upload": blob}``, the file is the blob
     uploaded to a ``POST /uploads`` grant, taken through the same intake; the blob is

@@ -28,12 +28,18 @@ from shared.contracts.batch_records import BATCH_PARTITION
 from shared.contracts.batch_status import BatchStatus
 from shared.settings import Settings
 from tests.api.batch_files import csv_file, rows
-from tests.api.conftest import ServicesFactory
+from tests.api.conftest import ServicesFactory, SettingsFactory
 from tests.api.harness import AUTH, started_api
 
 BODY = csv_file(rows(45))  # five chunks
 CHUNKS = 5
 COMMIT_POINT = STEPS.index("record_accepted")
+
+
+@pytest.fixture
+def settings(make_settings: SettingsFactory) -> Settings:
+    """Both duplicate checks on, so that every step of :data:`STEPS` runs."""
+    return make_settings(duplicate_body_window_seconds=86_400.0, duplicate_transaction_ids=True)
 
 
 class SimulatedCrashError(BaseException):

@@ -47,6 +47,11 @@ PROMISED: dict[str, set[str]] = {
         ),
         "duplicates.claim_ms",
         "duplicates.sha256_ms_per_mb",
+        *(
+            f"transaction_ids.{shape}.{figure}"
+            for shape in ("small", "large")
+            for figure in ("on_over_off", "full_window_over_off")
+        ),
         *(f"segment_{shape}_line_check_over_fast_path" for shape in ("base", "jsonl")),
     },
     "upload": {"upload_to_body_ratio", "body_peak_rss_mb", "upload_peak_rss_mb"},

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -49,7 +49,9 @@ class _Chunks:
     def __init__(self) -> None:
         self.lines: list[tuple[int, int, int]] = []
 
-    def add_chunk_document(self, document: bytes, lines: tuple[int, int, int]) -> None:
+    def add_chunk_document(
+        self, document: bytes, lines: tuple[int, int, int], transaction_ids: Iterable[str]
+    ) -> None:
         self.lines.append(lines)
 
 
