@@ -20,8 +20,8 @@ from __future__ import annotations
 import logging
 
 from billing.deployment import Deployment
+from billing.runtime import tune_runtime
 from shared.bus.in_process import InProcessTriggerBus
-from shared.gc_tuning import tune_collector
 from shared.lifecycle import Shutdown
 from shared.provision import ensure_resources
 from shared.settings import Settings
@@ -88,7 +88,7 @@ def run_all_in_one(settings: Settings, *, host: str, port: int) -> bool:
     shutdown.install_signal_handlers()
     server = AllInOne(settings, host=host, port=port)
     server.start()
-    tune_collector(settings.gc_young_threshold)
+    tune_runtime(settings)
     failed = False
     try:
         while not shutdown.wait(WATCH_SECONDS):

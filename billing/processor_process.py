@@ -17,10 +17,11 @@ from multiprocessing.synchronize import Event as ProcessEvent
 from types import FrameType
 
 from billing.deployment import Deployment
+from billing.runtime import tune_runtime
 from processor.supervisor import ProcessorSupervisor
 from processor.wedged_report import WedgedReport
 from shared.domain.priority import Priority
-from shared.gc_tuning import FullCollections, tune_collector
+from shared.gc_tuning import FullCollections
 from shared.lifecycle import Shutdown
 from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings
@@ -104,7 +105,7 @@ def run_worker_process(
     parent = multiprocessing.parent_process()
     with Deployment(settings, provision=False) as deployment:
         worker = deployment.start(deployment.processor(priorities=priorities))
-        tune_collector(settings.gc_young_threshold)
+        tune_runtime(settings)
         # The storage SDKs' short-lived cycles would otherwise wait for the tuned collector.
         collections = FullCollections(settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):

@@ -9,7 +9,6 @@ once: ``INSERT … ON CONFLICT DO NOTHING`` lets exactly one row in without an e
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +18,12 @@ from sqlalchemy.dialects import postgresql, sqlite
 from shared.contracts.batch_records import BatchRecord
 from shared.contracts.batch_status import FINAL_STATUSES
 from shared.domain.transactions import ControlTotals
+from shared.recent import Recent
 from shared.warehouse.models import Batch
+
+#: Batches a controller remembers to have a row (a few KB each way; open batches at once
+#: are far fewer).
+REMEMBERED_BATCHES = 4096
 
 
 class BatchNotReadyError(RuntimeError):
@@ -49,13 +53,18 @@ class BatchRows:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._known: set[str] = set()
-        self._lock = threading.Lock()
+        # Batches whose row exists, the recent ones only: a controller meets a batch while
+        # its chunks arrive, and a forgotten one costs one indexed look-up.
+        self._known: Recent[str, None] = Recent(REMEMBERED_BATCHES)
+
+    @property
+    def remembered(self) -> int:
+        """How many batches this object remembers to have a row (at most a few thousand)."""
+        return len(self._known)
 
     def exists(self, batch_id: str) -> bool:
-        with self._lock:
-            if batch_id in self._known:
-                return True
+        if batch_id in self._known:
+            return True
         with self._engine.connect() as connection:
             found = bool(connection.scalar(select(exists().where(Batch.batch_id == batch_id))))
         if found:
@@ -144,8 +153,7 @@ class BatchRows:
             connection.execute(statement)
 
     def _remember(self, batch_id: str) -> None:
-        with self._lock:
-            self._known.add(batch_id)
+        self._known.put(batch_id, None)
 
 
 def _insert_if_absent(dialect: str) -> postgresql.Insert | sqlite.Insert:

@@ -25,8 +25,6 @@ write, five or so per batch. The outcome, written once per batch, always reads f
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +38,7 @@ from shared.contracts.batch_records import (
     StoredBatch,
 )
 from shared.contracts.batch_status import FINAL_STATUSES, BatchStatus
+from shared.recent import Recent
 
 log = logging.getLogger(__name__)
 
@@ -78,25 +77,18 @@ class BatchRecordUpdates:
     def __init__(self, records: BatchRecords, max_attempts: int = MAX_ATTEMPTS) -> None:
         self._records = records
         self._max_attempts = max_attempts
-        self._lock = threading.Lock()
         # The record as this controller last read or wrote it, per open batch.
-        self._held: OrderedDict[str, StoredBatch] = OrderedDict()
+        self._held: Recent[str, StoredBatch] = Recent(REMEMBERED_RECORDS)
 
     def remember(self, stored: StoredBatch) -> None:
         """``stored`` was just read: the next progress write may go against its ETag."""
-        with self._lock:
-            self._held[stored.record.batch_id] = stored
-            self._held.move_to_end(stored.record.batch_id)
-            while len(self._held) > REMEMBERED_RECORDS:
-                self._held.popitem(last=False)
+        self._held.put(stored.record.batch_id, stored)
 
     def _forget(self, batch_id: str) -> None:
-        with self._lock:
-            self._held.pop(batch_id, None)
+        self._held.pop(batch_id)
 
     def _holding(self, batch_id: str) -> StoredBatch | None:
-        with self._lock:
-            return self._held.get(batch_id)
+        return self._held.get(batch_id)
 
     def apply(self, settlement: Settlement) -> None:
         """Progress of an open batch, or the outcome of a closed one."""

@@ -436,6 +436,12 @@ class Settings(BaseSettings):
         description="allocations between young garbage collections; 0: Python's settings",
         ge=0,
     )
+    malloc_arena_max: int = setting(
+        2,
+        tier="tune",
+        description="glibc malloc arenas a role process may create; 0: glibc's default",
+        ge=0,
+    )
     #: Short, so a test or a demo never waits 15 s on a hiccup.
     storage_retry_total: int = setting(
         5, tier="tune", description="Azure SDK retries of a storage request", ge=0

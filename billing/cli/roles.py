@@ -10,9 +10,9 @@ from types import FrameType
 
 import typer
 
+from billing.runtime import tune_runtime
 from billing.startup import Dependency, DependencyUnavailableError, role_dependencies, wait_for
 from shared.domain.priority import PRIORITIES, Priority
-from shared.gc_tuning import tune_collector
 from shared.health_endpoint import health_endpoint
 from shared.liveness import liveness_file
 from shared.role_health import RoleHealth
@@ -46,7 +46,7 @@ def initiator(
     except MissingApiKeysError as error:
         typer.echo(f"billing initiator: {error}", err=True)
         raise typer.Exit(1) from None
-    tune_collector(settings.gc_young_threshold)
+    tune_runtime(settings)
     config = server_config(
         app,
         settings,
@@ -116,7 +116,7 @@ def controller() -> None:
     migration = Dependency("the warehouse migration", lambda: upgrade(url))
     with _health_signals(settings) as health:
         _wait_for_dependencies("controller", settings, warehouse=True, extra=[migration])
-        tune_collector(settings.gc_young_threshold)
+        tune_runtime(settings)
         run_controller(settings, health)
 
 

@@ -13,8 +13,6 @@ The last error is what this process saw. Earlier attempts may have run in anothe
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -22,6 +20,7 @@ from azure.core.exceptions import ResourceNotFoundError
 from pydantic import BaseModel, ConfigDict
 
 from shared.listener.source import QueueSource
+from shared.recent import Recent
 from shared.storage.ports import MessageTooLargeError, QueueMessage
 
 log = logging.getLogger(__name__)
@@ -60,24 +59,16 @@ class ErrorMemory:
     """The last handler error per message id seen by this process (bounded, oldest out)."""
 
     def __init__(self, capacity: int = 10_000) -> None:
-        self._capacity = capacity
-        self._lock = threading.Lock()
-        self._errors: OrderedDict[str, str] = OrderedDict()
+        self._errors: Recent[str, str] = Recent(capacity)
 
     def remember(self, message_id: str, error: str) -> None:
-        with self._lock:
-            self._errors[message_id] = error
-            self._errors.move_to_end(message_id)
-            while len(self._errors) > self._capacity:
-                self._errors.popitem(last=False)
+        self._errors.put(message_id, error)
 
     def recall(self, message_id: str) -> str | None:
-        with self._lock:
-            return self._errors.get(message_id)
+        return self._errors.get(message_id)
 
     def forget(self, message_id: str) -> None:
-        with self._lock:
-            self._errors.pop(message_id, None)
+        self._errors.pop(message_id)
 
 
 class PoisonMover:
