@@ -40,6 +40,7 @@ from pathlib import Path
 import httpx
 import psutil
 
+from bench.in_process import API_KEY
 from bench.intake_duplicates import duplicate_check_cost
 from bench.intake_segments import segment_check_cost
 from bench.intake_sweep import chunk_size_sweep, compression_levels
@@ -49,7 +50,6 @@ from billing.sample_batches import write_batch_file
 from initiator.intake import parse_batch
 from shared.domain.pricebook import sample_pricebook
 
-API_KEY = "bench-key"
 #: Bytes per line of ``billing generate``'s CSV, to size the file from ``--size-gb``.
 BYTES_PER_LINE = 72
 #: What taking one batch may add to the initiator's resident memory (its intake helpers

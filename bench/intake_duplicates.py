@@ -33,16 +33,15 @@ from pathlib import Path
 import anyio
 import httpx
 
+from bench.in_process import asgi_client, bench_settings, timed_post
 from bench.report import Report
 from bench.shapes import MATRIX, Shape, batch_body, pricebook_document
-from initiator.app import create_app
 from initiator.idempotency import IdempotencyKeys
 from shared import meter
 from shared.domain.pricebook_store import PricebookStore
 from shared.settings import Settings
 from shared.storage import open_storage
 
-API_KEY = "bench-key"
 VARIANTS = ("off", "on", "override")
 #: The first transaction id of every shape's file (seed 7), replaced to make bodies distinct.
 FIRST_ID = b"tx-7-000000000"
@@ -199,12 +198,8 @@ async def _measure(
 async def _initiator(
     data_dir: Path, pricebook: bytes, *, window: float, intake_processes: int
 ) -> AsyncIterator[httpx.AsyncClient]:
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        data_dir=data_dir,
-        api_keys=[API_KEY],  # type: ignore[list-item]
-        duplicate_body_window_seconds=window,
-        intake_processes=intake_processes,
+    settings = bench_settings(
+        data_dir, duplicate_body_window_seconds=window, intake_processes=intake_processes
     )
     storage = open_storage(settings)
     try:
@@ -213,28 +208,14 @@ async def _initiator(
         PricebookStore(container).upload(pricebook)
     finally:
         storage.close()
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-            yield client
+    async with asgi_client(settings) as client:
+        yield client
 
 
 async def _post(client: httpx.AsyncClient, body: bytes, allow_duplicate: bool) -> tuple[float, int]:
     """One accepted POST: its seconds and the table requests made meanwhile."""
     params = {"allow_duplicate": "true"} if allow_duplicate else {}
-    before = meter.snapshot()
-    started = time.perf_counter()
-    response = await client.post(
-        "/batches",
-        content=body,
-        params=params,
-        headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "text/csv"},
-        timeout=None,
-    )
-    seconds = time.perf_counter() - started
-    requests = meter.diff(meter.snapshot(), before)
-    response.raise_for_status()
+    seconds, requests = await timed_post(client, body, params)
     return seconds, meter.total(requests, prefix="table")
 
 

@@ -14,19 +14,16 @@ import time
 from pathlib import Path
 
 import anyio
-import httpx
 
+from bench.in_process import asgi_client, bench_settings, timed_post
 from bench.report import Report
 from billing.sample_batches import generate_lines
-from initiator.app import create_app
 from shared import meter
 from shared.contracts.chunk_payload import chunk_json, encode_chunk
 from shared.domain.pricebook import sample_pricebook
-from shared.settings import Settings
 
 CHUNK_SIZES = (500, 1000, 2000, 5000)
 COMPRESSION_LEVELS = (1, 3, 9, 19)
-API_KEY = "bench-key"
 
 
 def chunk_size_sweep(report: Report, transactions: int, rounds: int) -> None:
@@ -70,28 +67,9 @@ def chunk_size_sweep(report: Report, transactions: int, rounds: int) -> None:
 
 async def _accept_once(body: bytes, chunk_size: int) -> tuple[float, dict[str, int]]:
     with tempfile.TemporaryDirectory(prefix="bench-chunks-") as folder:
-        settings = Settings(
-            _env_file=None,  # type: ignore[call-arg]
-            data_dir=Path(folder),
-            api_keys=[API_KEY],  # type: ignore[list-item]
-            chunk_size=chunk_size,
-        )
-        app = create_app(settings)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-                before = meter.snapshot()
-                started = time.perf_counter()
-                response = await client.post(
-                    "/batches",
-                    content=body,
-                    headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "text/csv"},
-                    timeout=None,
-                )
-                seconds = time.perf_counter() - started
-                requests = meter.diff(meter.snapshot(), before)
-        response.raise_for_status()
-    return seconds, requests
+        settings = bench_settings(Path(folder), chunk_size=chunk_size)
+        async with asgi_client(settings) as client:
+            return await timed_post(client, body)
 
 
 def compression_levels(report: Report, transactions: int = 2000, repeats: int = 20) -> None:

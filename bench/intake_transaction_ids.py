@@ -32,20 +32,18 @@ from pathlib import Path
 import anyio
 import httpx
 
+from bench.in_process import asgi_client, bench_settings, timed_post
 from bench.intake_duplicates import FIRST_ID, bench_shapes
 from bench.report import Report
 from bench.shapes import Shape, batch_body, pricebook_document
-from initiator.app import create_app
 from initiator.id_window import FingerprintPartitions, IdWindow
 from initiator.id_window.index import PREFIX
-from shared import meter
 from shared.contracts.batch_records import utc_now
 from shared.domain.pricebook_store import PricebookStore
 from shared.settings import Settings
 from shared.storage import open_storage
 from shared.storage.ports import BlobContainer
 
-API_KEY = "bench-key"
 VARIANTS = ("off", "on", "on, full window")
 WINDOW_BATCHES = 5
 """The full window's ids come in this many earlier batches (one index blob each)."""
@@ -246,10 +244,8 @@ async def _measure(
 async def _initiator(
     data_dir: Path, pricebook: bytes, *, check: bool, window_ids: int, intake_processes: int
 ) -> AsyncIterator[tuple[httpx.AsyncClient, BlobContainer]]:
-    settings = Settings(
-        _env_file=None,  # type: ignore[call-arg]
-        data_dir=data_dir,
-        api_keys=[API_KEY],  # type: ignore[list-item]
+    settings = bench_settings(
+        data_dir,
         duplicate_body_window_seconds=86_400.0,
         duplicate_transaction_ids=check,
         intake_processes=intake_processes,
@@ -261,11 +257,8 @@ async def _initiator(
         PricebookStore(container).upload(pricebook)
         if window_ids:
             _fill_window(container, window_ids)
-        app = create_app(settings)
-        async with app.router.lifespan_context(app):
-            transport = httpx.ASGITransport(app=app)
-            async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-                yield client, container
+        async with asgi_client(settings) as client:
+            yield client, container
     finally:
         storage.close()
 
@@ -293,15 +286,5 @@ def _forget_own_index(control: BlobContainer) -> None:
 
 async def _post(client: httpx.AsyncClient, body: bytes) -> tuple[float, dict[str, int]]:
     """One accepted POST: its seconds and the blob requests made meanwhile, by kind."""
-    before = meter.snapshot()
-    started = time.perf_counter()
-    response = await client.post(
-        "/batches",
-        content=body,
-        headers={"Authorization": f"Bearer {API_KEY}", "Content-Type": "text/csv"},
-        timeout=None,
-    )
-    seconds = time.perf_counter() - started
-    requests = meter.diff(meter.snapshot(), before)
-    response.raise_for_status()
+    seconds, requests = await timed_post(client, body)
     return seconds, {kind: n for kind, n in requests.items() if kind.startswith("blob.")}

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.in_process import API_KEY
 from bench.intake import (
-    API_KEY,
     BYTES_PER_LINE,
     INTAKE_MEMORY_BUDGET_MB,
     RssSampler,

@@ -27,8 +27,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.in_process import API_KEY
 from bench.intake import (
-    API_KEY,
     BYTES_PER_LINE,
     INTAKE_MEMORY_BUDGET_MB,
     RssSampler,
