@@ -335,3 +335,25 @@ def test_an_older_processors_result_with_per_customer_subtotals_is_applied_and_r
     row = batch_row(warehouse, batch.batch_id)
     assert (row["status"], row["reconciled"]) == ("completed", True)
     assert invoices(warehouse, batch.batch_id) == sums_of_charges(warehouse, batch.batch_id)
+
+
+def test_a_failed_batch_has_its_applied_chunks_invoices_and_a_redrive_rewrites_them_all(
+    settings: Settings, storage: StorageAccount, warehouse: Engine
+) -> None:
+    batch = two_chunk_batch(settings, storage, "b-redrive")
+    handler = handler_for(settings, storage, warehouse)
+    handler.handle_text(batch.chunk_failed(1).to_text())
+    handler.handle_text(batch.results[0].to_text())
+
+    assert batch_row(warehouse, "b-redrive")["status"] == "failed"
+    first = invoices(warehouse, "b-redrive")
+    assert sum(lines for lines, *_ in first.values()) == len(batch.chunks[0])
+    assert first == sums_of_charges(warehouse, "b-redrive")
+
+    handler.handle_text(batch.results[1].to_text())  # the poisoned chunk, redriven and applied
+
+    row = batch_row(warehouse, "b-redrive")
+    assert (row["status"], row["reconciled"]) == ("completed", True)
+    again = invoices(warehouse, "b-redrive")
+    assert sum(lines for lines, *_ in again.values()) == len(batch.transactions)
+    assert again == sums_of_charges(warehouse, "b-redrive")
