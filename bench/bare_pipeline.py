@@ -107,7 +107,7 @@ def _run(data: bytes, engine: Engine, chunk_size: int, max_chunk_size: int) -> B
                 batch_id=BATCH_ID,
                 chunk=chunk,
                 rows=rated,
-                subtotals=sums,
+                invoice_sums=sums,
                 currency=book.currency,
                 allocator=ids,
                 processor="bare",

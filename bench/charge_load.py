@@ -162,10 +162,8 @@ def rated_chunks(transactions: int, chunk_size: int) -> list[ResultRows]:
     return [rows for rows, _ in rated_results(transactions, chunk_size)]
 
 
-def rated_results(
-    transactions: int, chunk_size: int
-) -> list[tuple[ResultRows, dict[str, list[int]]]]:
-    """:func:`rated_chunks` with each chunk's per-customer subtotals, as a processor sends."""
+def rated_results(transactions: int, chunk_size: int) -> list[tuple[ResultRows, list[int]]]:
+    """:func:`rated_chunks` with each chunk's invoice sums, as a processor sends."""
     book = sample_pricebook()
     rater = IntegerRater(book)
     data = batch_file(transactions)

@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 currency=book.currency,
                 pricebook_version="v",
                 rows=rows,
-                subtotals=sums,
+                invoice_sums=sums,
             )
 
     print("  timing", file=sys.stderr)

@@ -26,7 +26,7 @@ in the transaction's time zone, which the loader sets to UTC (``SET LOCAL``: the
 the connection's life keeps its own).
 
 Both paths run on the caller's SQLAlchemy connection, inside its transaction, so the
-reducer's applied mark, its charges and its invoice sums still commit or roll back as one.
+reducer's applied mark and its charges still commit or roll back as one.
 A driver error is re-raised as SQLAlchemy's (an ``IntegrityError`` stays an
 ``IntegrityError``), so callers handle one family of exceptions whatever the path.
 """

@@ -9,21 +9,27 @@ before its own tally starts. A failure's writes are two, the chunks table entity
 row's ``has_failed_chunks`` flag, both before its tally; a tally looks failures up only
 when the flag is set, so a batch that has none costs no chunks-table query per chunk.
 
-Closing computes the reconciliation first (read-only) and then moves the row in one
-conditional statement::
+Closing is one database transaction that starts with one conditional statement::
 
-    UPDATE batches SET status = 'completed', completed_at = …, warehouse_… = …, reconciled = …
+    UPDATE batches SET status = 'completed', completed_at = …
     WHERE batch_id = ? AND status IN ('accepted', 'processing')
+
+and only if it moved the row (``rowcount == 1``) goes on, in the same transaction: it
+writes the batch's invoices from its charges, reconciles (:mod:`controller.reconciliation`),
+sets the row's warehouse figures and ``reconciled``, and writes the outcome's event to the
+outbox (:mod:`controller.events.outbox`). The invoices, the outcome and its event therefore
+commit together or not at all: one close writes them, once.
 
 A batch closed ``failed`` reopens only one way: when its poisoned chunks are redriven
 (``billing poison redrive``) and applied, the tally finds every chunk applied and the row
 moves ``failed`` → ``completed`` by the same kind of conditional update.
 
 Two controllers that tally the last chunk at the same moment both try; the database lets
-exactly one update match (``rowcount == 1``), and only that one logs the outcome. A crash
-between the reconciliation and the update changes nothing: the next tally closes it. The
-update's transaction also writes the outcome's event to the outbox
-(:mod:`controller.events.outbox`): one event per close, never a close without one.
+exactly one update match: on PostgreSQL the second waits on the row the first updated and,
+once that commits, finds it no longer open; on SQLite writers take turns (``BEGIN
+IMMEDIATE``). Only the winner writes invoices and logs the outcome. A crash anywhere in the
+close, between the invoices and the outcome included, rolls all of it back: the next tally
+closes the batch again, from the start.
 
 Next step (docs/walkthrough.md): ``controller.reconciliation``, the checks the close runs.
 """
@@ -39,7 +45,7 @@ from sqlalchemy import Connection, Engine, func, select, update
 from controller.batch_rows import BatchRow, BatchRows
 from controller.events.outbox import record_outcome
 from controller.failed_chunks import FailedChunks
-from controller.reconciliation import Reconciliation, reconcile
+from controller.reconciliation import Reconciliation, reconcile, write_invoices
 from shared.contracts.batch_event import Outcome
 from shared.contracts.batch_status import OPEN_STATUSES, BatchStatus
 from shared.warehouse.models import AppliedChunk, Batch
@@ -68,7 +74,7 @@ def _record_event(
         failed_chunks=tally.failed,
         warehouse_totals=reconciliation.warehouse,
         reconciled=reconciliation.reconciled and not tally.failed,
-        invoice_mismatches=len(reconciliation.invoice_mismatches),
+        invoice_mismatches=len(reconciliation.invoice_differences),
     )
 
 
@@ -152,8 +158,8 @@ class BatchCompletion:
         tally = self.tally(batch_id, row.chunks, has_failed_chunks=row.has_failed_chunks)
         if not tally.complete or (row.closed and not _recovered(row, tally)):
             return Settlement(batch_id, tally, row)
-        reconciliation = reconcile(self._engine, batch_id, row.control)
-        if not self._close(row, tally, reconciliation):
+        reconciliation = self._close(row, tally)
+        if reconciliation is None:
             closed = self._rows.get(batch_id)  # another controller won: report its outcome
             return Settlement(batch_id, tally, closed or row)
         self._log_outcome(tally, reconciliation)
@@ -161,28 +167,38 @@ class BatchCompletion:
         assert closed is not None  # rows are never deleted
         return Settlement(batch_id, tally, closed, closed_now=True, reconciliation=reconciliation)
 
-    def _close(self, row: BatchRow, tally: ChunkTally, reconciliation: Reconciliation) -> bool:
-        """The conditional update; True if this call moved the row (exactly one does)."""
-        totals = reconciliation.warehouse
+    def _close(self, row: BatchRow, tally: ChunkTally) -> Reconciliation | None:
+        """The close's transaction; its reconciliation if this call moved the row (exactly
+        one does), else None."""
         closed_at = datetime.now(UTC)
-        statement = (
+        claim = (
             update(Batch)
             .where(Batch.batch_id == row.batch_id, Batch.status.in_(_CLOSABLE[row.status]))
             .values(
                 status=BatchStatus.FAILED if tally.failed else BatchStatus.COMPLETED,
                 completed_at=closed_at,
-                warehouse_transactions=totals.transactions,
-                warehouse_quantity=totals.quantity,
-                warehouse_id_checksum=totals.id_checksum,
-                # A failed batch lacks its failed chunks' transactions: it never reconciles.
-                reconciled=reconciliation.reconciled and not tally.failed,
             )
         )
         with self._engine.begin() as connection:
-            closed = connection.execute(statement).rowcount == 1
-            if closed:  # the outcome's event, committed with the close or not at all
-                _record_event(connection, tally, reconciliation, closed_at)
-            return closed
+            if connection.execute(claim).rowcount != 1:
+                return None  # closed by another controller (or earlier): nothing written
+            write_invoices(connection, row.batch_id)
+            reconciliation = reconcile(connection, row.batch_id, row.control)
+            totals = reconciliation.warehouse
+            connection.execute(
+                update(Batch)
+                .where(Batch.batch_id == row.batch_id)
+                .values(
+                    warehouse_transactions=totals.transactions,
+                    warehouse_quantity=totals.quantity,
+                    warehouse_id_checksum=totals.id_checksum,
+                    # A failed batch lacks its failed chunks' transactions: never reconciled.
+                    reconciled=reconciliation.reconciled and not tally.failed,
+                )
+            )
+            # the outcome's event, committed with the close or not at all
+            _record_event(connection, tally, reconciliation, closed_at)
+            return reconciliation
 
     @staticmethod
     def _log_outcome(tally: ChunkTally, reconciliation: Reconciliation) -> None:

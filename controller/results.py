@@ -214,7 +214,7 @@ class ResultHandler:
             batch_id=message.batch_id,
             chunk=message.chunk,
             rows=rated.rows,
-            subtotals=rated.subtotals,
+            invoice_sums=rated.invoice_sums,
             currency=rated.currency,
             allocator=self._allocator,
             processor=message.processor,

@@ -17,8 +17,10 @@ Python integers are unbounded.
 
 :class:`IntegerRater` rates whole chunks: it takes the payload's rows as they were decoded
 (lists of plain values) and returns the result's rows, ready for the warehouse, together
-with the per-customer subtotals, in one loop. The ``Decimal`` rater stays the reference: a
-property test holds the two to the same figures on random books and transactions.
+with their invoice sums (the chunk's figures summed over all its rows: the controller keeps
+them on the chunk's applied mark and checks the batch's invoices against them), in one
+loop. The ``Decimal`` rater stays the reference: a property test holds the two to the same
+figures on random books and transactions.
 
 Next step (docs/walkthrough.md): ``controller.worker``, which reduces the rated chunk into
 the warehouse.
@@ -51,8 +53,9 @@ Figures = tuple[int, int, int, int, int, int]
 PayloadRow = Sequence[Any]
 ResultRow = tuple[Any, ...]
 
-SUBTOTAL_FIGURES = 7
-"""lines, quantity, gross, discount, net, tax, total (``chunk_result.SUBTOTAL_COLUMNS``)."""
+InvoiceSums = list[int]
+"""``[lines, quantity, gross, discount, net, tax, total]`` of a chunk's rows
+(:data:`shared.domain.charges.INVOICE_SUMS`)."""
 
 
 def percent_ratio(pct: Decimal) -> Ratio:
@@ -107,11 +110,11 @@ class IntegerRater:
         tax = round_half_even_share(net, tax_ratio)
         return unit_price, gross, discount, net, tax, net + tax
 
-    def rate_rows(self, rows: Iterable[PayloadRow]) -> tuple[list[ResultRow], dict[str, list[int]]]:
-        """Result rows of a chunk's payload rows, and per-customer subtotals, in one pass.
+    def rate_rows(self, rows: Iterable[PayloadRow]) -> tuple[list[ResultRow], InvoiceSums]:
+        """Result rows of a chunk's payload rows, and their invoice sums, in one pass.
 
-        Subtotals map a customer id to ``[lines, quantity, gross, discount, net, tax,
-        total]``, in order of first appearance. Raises ``KeyError`` for an unknown SKU or
+        The sums are ``[lines, quantity, gross, discount, net, tax, total]`` over every row
+        (:data:`~shared.domain.charges.INVOICE_SUMS`). Raises ``KeyError`` for an unknown SKU or
         region, ``TypeError`` for a row whose quantity is not an integer, ``ValueError`` for
         an ``occurred_at`` that is not an instant with an offset.
 
@@ -121,7 +124,7 @@ class IntegerRater:
         skus, taxes, utc = self._skus, self._taxes, utc_text_of
         results: list[ResultRow] = []
         append = results.append
-        sums: dict[str, list[int]] = {}
+        quantity_sum = gross_sum = discount_sum = net_sum = tax_sum = total_sum = 0
         for line, transaction_id, customer_id, sku, quantity, region, occurred_at in rows:
             if type(quantity) is not int:
                 raise TypeError(f"line {line}: quantity {quantity!r} is not an integer")
@@ -163,15 +166,11 @@ class IntegerRater:
                     total,
                 )
             )
-            row = sums.get(customer_id)
-            if row is None:
-                sums[customer_id] = [1, quantity, gross, discount, net, tax, total]
-            else:
-                row[0] += 1
-                row[1] += quantity
-                row[2] += gross
-                row[3] += discount
-                row[4] += net
-                row[5] += tax
-                row[6] += total
+            quantity_sum += quantity
+            gross_sum += gross
+            discount_sum += discount
+            net_sum += net
+            tax_sum += tax
+            total_sum += total
+        sums = [len(results), quantity_sum, gross_sum, discount_sum, net_sum, tax_sum, total_sum]
         return results, sums

@@ -182,7 +182,7 @@ class RatingStep:
                 currency=rater.pricebook.currency,
                 pricebook_version=item.pricebook_version,
                 rows=rows,
-                subtotals=sums,
+                invoice_sums=sums,
                 result_format=self.result_format,
             )
         name = result_blob_name(item.batch_id, item.chunk)

@@ -1,8 +1,9 @@
 """``GET /batches/{id}/invoices``: a batch's per-customer totals, a page at a time.
 
-The invoices live in the warehouse (the controller adds each chunk's subtotals to them), so
-this is the one route of the initiator that reads SQL. While a batch is processing, the
-page shows the invoices so far; they are final once the batch status is ``completed``.
+The invoices live in the warehouse (the controller writes them from the batch's charges
+when it closes the batch), so this is the one route of the initiator that reads SQL. While
+a batch is processing the page is empty; once its status is ``completed`` (or ``failed``)
+it holds every invoice, final.
 A warehouse that is locked or down answers 503 with ``Retry-After`` (see
 :mod:`initiator.errors`), never a 500.
 """
@@ -49,7 +50,7 @@ def get_batch_invoices(
     services: Services = Depends(get_services),
 ) -> Any:
     """The batch's per-customer totals, a page at a time, by customer id or largest total.
-    While the batch is processing they are the totals so far; final once it is completed."""
+    They are written when the batch closes: while it is processing the page is empty."""
     if services.records.find(batch_id) is None:
         return problem(404, "Batch not found", f"no batch {batch_id!r}", kind="batch-not-found")
     try:

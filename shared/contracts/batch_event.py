@@ -89,7 +89,11 @@ class BatchEventData(BaseModel):
     warehouse_totals: EventTotals | None = Field(description="counted in the warehouse")
     reconciled: bool | None = Field(description="whether the two agree; null if not closed")
     completed_at: datetime
-    invoice_mismatches: int = Field(ge=0, description="invoices unequal to their charges")
+    invoice_mismatches: int = Field(
+        ge=0,
+        description="invoice figures (lines, quantity, gross, discount, net, tax, total) whose "
+        "sum over the batch's invoices differs from the processors' chunk sums",
+    )
     reason: Literal["intake_failed", "intake_stopped"] | None = Field(
         default=None,
         description="abandoned only: why the intake gave up on the batch before accepting it",

@@ -45,8 +45,18 @@ class CustomerSubtotal:
 
 #: The fields of a rated charge, in order (the chunk result's and the warehouse's columns).
 CHARGE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RatedCharge))
-#: The invoice figures a chunk adds to: every one a plain sum over the customer's charges.
+#: An invoice's figures: every one a plain sum over the customer's charges. A chunk's
+#: *invoice sums* are the same figures summed over all its charges, whoever the customer.
 INVOICE_SUMS: tuple[str, ...] = tuple(f.name for f in fields(CustomerSubtotal))[1:]
+
+
+def invoice_sums_of(subtotals: Iterable[CustomerSubtotal]) -> tuple[int, ...]:
+    """The :data:`INVOICE_SUMS` of all the charges ``subtotals`` sum, customers together."""
+    totals = [0] * len(INVOICE_SUMS)
+    for subtotal in subtotals:
+        for index, name in enumerate(INVOICE_SUMS):
+            totals[index] += getattr(subtotal, name)
+    return tuple(totals)
 
 
 def subtotals(charges: Iterable[RatedCharge]) -> dict[str, CustomerSubtotal]:

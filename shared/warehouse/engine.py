@@ -56,7 +56,12 @@ def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
         # page split rarer, so a chunk's copy into charges is quicker (bench.end_to_end).
         cursor.execute(f"PRAGMA page_size = {SQLITE_PAGE_SIZE}")
         # WAL: readers never block the writer nor the writer the readers, across processes.
-        cursor.execute("PRAGMA journal_mode = WAL")
+        # Asked first, and a database already in WAL mode left alone: asking to switch it
+        # anyway can fail with "database is locked" at once, busy_timeout or not, while
+        # another process holds a write transaction (controllers starting together while
+        # one of them migrates: tests/warehouse/test_migrations.py).
+        if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            cursor.execute("PRAGMA journal_mode = WAL")
         # FULL, not WAL's usual NORMAL: a result message is deleted right after the commit,
         # so the commit must survive a power cut too, or the chunk would be lost.
         cursor.execute("PRAGMA synchronous = FULL")

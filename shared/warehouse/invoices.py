@@ -2,6 +2,12 @@
 
 Used by ``GET /batches/{id}/invoices`` (and through it ``billing invoices``). Pages are
 stable: ordered by customer id, or by total (largest first, customer id breaking ties).
+
+A batch's invoices are written when it closes, in the transaction that closes it
+(:mod:`controller.reconciliation`): a batch still processing has none yet (an empty page,
+``total_invoices`` 0), a closed one has all of them at once, final. A batch closed
+``failed`` has the invoices of its applied chunks; if its poisoned chunks are redriven and
+applied, its second close writes them anew.
 """
 
 from __future__ import annotations
@@ -32,7 +38,9 @@ class InvoiceLine(CustomerSubtotal):
 
 class InvoicePage(BaseModel):
     batch_id: str
-    total_invoices: int = Field(description="invoices of the batch in the warehouse so far")
+    total_invoices: int = Field(
+        description="invoices of the batch: written when it closes, none while it processes"
+    )
     offset: int
     limit: int
     order: InvoiceOrder

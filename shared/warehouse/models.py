@@ -25,6 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from shared.contracts.batch_status import WAREHOUSE_STATUSES, BatchStatus
+from shared.domain.charges import INVOICE_SUMS
 from shared.warehouse.types import UInt64, UtcDateTime
 
 #: Batch, transaction, customer, SKU and region ids are 1-64 characters.
@@ -32,6 +33,8 @@ ID_LENGTH = 64
 #: The longest callback URL a sender may give.
 CALLBACK_LENGTH = 2048
 BATCH_STATUSES = tuple(status.value for status in WAREHOUSE_STATUSES)
+#: An applied mark's columns of the chunk's invoice sums, in :data:`INVOICE_SUMS` order.
+MARK_SUMS = tuple(f"sum_{name}" for name in INVOICE_SUMS)
 
 
 class Base(DeclarativeBase):
@@ -121,7 +124,8 @@ class Charge(Amounts, Base):
 
 
 class Invoice(Amounts, Base):
-    """One customer's totals in one batch: the running sum of its chunks' subtotals."""
+    """One customer's totals in one batch: the sums of its charges, written when the batch
+    closes (controller.reconciliation), in the transaction that closes it."""
 
     __tablename__ = "invoices"
 
@@ -147,6 +151,16 @@ class AppliedChunk(Base):
     # (shared.warehouse.id_checksum_halves: two 32-bit halves, so that SQL can sum them).
     id_checksum_high: Mapped[int] = mapped_column(BigInteger)
     id_checksum_low: Mapped[int] = mapped_column(BigInteger)
+    # The chunk's invoice sums (INVOICE_SUMS over all its rows, as the processor that rated
+    # them summed them; MARK_SUMS), written with its charges: at close the batch's invoices
+    # must add up to their sum over the batch's marks, figure by figure.
+    sum_lines: Mapped[int] = mapped_column(BigInteger)
+    sum_quantity: Mapped[int] = mapped_column(BigInteger)
+    sum_gross: Mapped[int] = mapped_column(BigInteger)
+    sum_discount: Mapped[int] = mapped_column(BigInteger)
+    sum_net: Mapped[int] = mapped_column(BigInteger)
+    sum_tax: Mapped[int] = mapped_column(BigInteger)
+    sum_total: Mapped[int] = mapped_column(BigInteger)
 
 
 class OutboxEvent(Base):

@@ -16,6 +16,7 @@ from controller.reducer import apply_chunk
 from controller.worker import order_id_allocator
 from shared.contracts.batch_records import BatchRecords
 from shared.contracts.chunk_result import decode_result
+from shared.domain.charges import subtotals
 from shared.settings import Settings
 from shared.storage.ports import StorageAccount
 from shared.warehouse import make_engine
@@ -83,7 +84,7 @@ def test_when_several_controllers_settle_the_last_chunk_at_once_exactly_one_clos
             batch_id=batch.batch_id,
             chunk=message.chunk,
             charges=rated.charges,
-            subtotals=rated.subtotals.values(),
+            subtotals=subtotals(row.charge for row in rated.charges).values(),
             currency=rated.currency,
             allocator=allocator,
             processor="test",

@@ -9,6 +9,7 @@ import hashlib
 from collections import defaultdict
 
 from shared.contracts.chunk_result import decode_result
+from shared.domain.charges import INVOICE_SUMS
 from tests.processor.conftest import WorkerStarter
 from tests.processor.deployment import Deployment, Row, wait_until
 from tests.processor.reference import TIE_BOOK
@@ -62,9 +63,7 @@ def test_a_published_batch_is_rated_into_result_blobs_that_match_the_reference(
     }
     results_container = deployment.storage.container(deployment.settings.results_container)
     seen_ties = 0
-    customer_sums: dict[tuple[int, str], dict[str, int]] = defaultdict(
-        lambda: dict.fromkeys(FIGURES, 0)
-    )
+    chunk_sums: dict[int, dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIGURES, 0))
     for result in sorted(deployment.results(), key=lambda r: r.chunk):
         assert (result.batch_id, result.processor) == (batch_id, worker.instance_id)
         blob = results_container.get(result.result_blob).data
@@ -81,9 +80,11 @@ def test_a_published_batch_is_rated_into_result_blobs_that_match_the_reference(
             assert actual == figures, charge.transaction_id
             assert (charge.customer_id, charge.quantity) == (customer, quantity)
             for name in FIGURES:
-                customer_sums[(result.chunk, customer)][name] += figures[name]
-        for customer, subtotal in rated.subtotals.items():
-            sums = customer_sums[(result.chunk, customer)]
-            assert {name: getattr(subtotal, name) for name in FIGURES} == sums
+                chunk_sums[result.chunk][name] += figures[name]
+        # The chunk's invoice sums: its lines and quantity, then every figure, summed.
+        sent = dict(zip(INVOICE_SUMS, rated.invoice_sums, strict=True))
+        assert sent["lines"] == len(rated.charges)
+        assert sent["quantity"] == sum(row.charge.quantity for row in rated.charges)
+        assert {name: sent[name] for name in FIGURES} == chunk_sums[result.chunk]
     assert expected == {}  # every transaction was rated exactly once
     assert seen_ties >= 4

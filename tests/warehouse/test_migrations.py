@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import multiprocessing
 import threading
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from multiprocessing.synchronize import Barrier as BarrierType
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic import command
@@ -15,10 +17,17 @@ from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, insert, inspect, select, update
 from sqlalchemy.exc import IntegrityError, StatementError
 
+from controller.batch_rows import BatchRows
+from controller.completion import BatchCompletion
+from controller.failed_chunks import FailedChunks
+from controller.reducer import apply_chunk
+from shared.contracts.chunk_result import ChargeRow
+from shared.domain.charges import INVOICE_SUMS, RatedCharge
 from shared.domain.transactions import id_checksum_of
-from shared.warehouse import AppliedChunk, Base, Batch, Charge, make_engine, upgrade
+from shared.warehouse import AppliedChunk, Base, Batch, Charge, Invoice, make_engine, upgrade
 from shared.warehouse.id_checksum_halves import join_sums
 from shared.warehouse.migrate import alembic_config, current_revision, head_revision
+from shared.warehouse.models import MARK_SUMS
 from tests.warehouse.conftest import add_batch
 
 TABLES = {
@@ -46,7 +55,7 @@ def test_upgrade_creates_the_schema_and_is_idempotent(warehouse_url: str) -> Non
     upgrade(warehouse_url)
     upgrade(warehouse_url)  # at controller start, every time
 
-    assert current_revision(warehouse_url) == head_revision() == "0007"
+    assert current_revision(warehouse_url) == head_revision() == "0008"
     assert table_names(warehouse_url) == TABLES | {"alembic_version"}
 
 
@@ -299,3 +308,144 @@ def test_revision_0005_flags_open_and_failed_batches_as_possibly_failed(
         engine.dispose()
     assert flags == {"b-open": True, "b-failed": True, "b-done": False}
     assert new is False
+
+
+def _figures(
+    engine: Engine, table: Any, key: Any, columns: Sequence[Any]
+) -> dict[Any, tuple[int, ...]]:
+    with engine.connect() as connection:
+        rows = connection.execute(select(key, *columns).select_from(table)).all()
+    return {row[0]: tuple(int(value) for value in row[1:]) for row in rows}
+
+
+def _applied_before_0008(engine: Engine, batch_id: str, chunks: dict[int, list[str]]) -> None:
+    """Marks and charges as a controller before revision 0008 wrote them, and the running
+    invoice it upserted chunk by chunk (one customer, every charge 100 net + 20 tax)."""
+    with engine.begin() as connection:
+        for chunk, ids in chunks.items():
+            connection.execute(
+                insert(AppliedChunk.__table__).values(
+                    batch_id=batch_id,
+                    chunk=chunk,
+                    applied_at=datetime.now(UTC),
+                    transactions=len(ids),
+                    processor="before-0008",
+                    id_checksum_high=0,
+                    id_checksum_low=0,
+                )
+            )
+            connection.execute(
+                insert(Charge.__table__),
+                [
+                    _charge_values(order_id=order_id, chunk=chunk, transaction_id=tid)
+                    | {"batch_id": batch_id, "tax": 20, "total": 120}
+                    for order_id, tid in enumerate(ids, start=1 + 1000 * chunk)
+                ],
+            )
+        lines = sum(len(ids) for ids in chunks.values())
+        connection.execute(
+            insert(Invoice.__table__).values(
+                batch_id=batch_id,
+                customer_id="acme",
+                currency="EUR",
+                lines=lines,
+                quantity=lines,
+                gross=100 * lines,
+                discount=0,
+                net=100 * lines,
+                tax=20 * lines,
+                total=120 * lines,
+            )
+        )
+
+
+def test_revision_0008_gives_applied_chunks_their_sums_and_an_open_batch_closes_once(
+    warehouse_url: str,
+) -> None:
+    """A batch open across the upgrade: its marks get their sums from their charges, and its
+    close replaces the running invoice the older reducer left rather than adding to it."""
+    command.upgrade(alembic_config(warehouse_url), "0007")
+    engine = make_engine(warehouse_url)
+    ids = {0: [f"tx-{n:03d}" for n in range(30)], 1: [f"tx-{n:03d}" for n in range(30, 45)]}
+    try:
+        add_batch(engine, "b-old", transactions=45, chunks=3)
+        with engine.begin() as connection:
+            connection.execute(
+                update(Batch)
+                .where(Batch.batch_id == "b-old")
+                .values(control_quantity=45, control_id_checksum=0)
+            )
+        _applied_before_0008(engine, "b-old", ids)
+
+        upgrade(warehouse_url)
+
+        mark_columns = [AppliedChunk.__table__.c[name] for name in MARK_SUMS]
+        sums = _figures(engine, AppliedChunk.__table__, AppliedChunk.chunk, mark_columns)
+        # the batch's last chunk arrives, applied by the current reducer, and closes it
+        apply_chunk(
+            engine,
+            batch_id="b-old",
+            chunk=2,
+            charges=[],
+            subtotals=[],
+            currency="EUR",
+            allocator=_NoIds(),
+            processor="after-0008",
+        )
+        completion = BatchCompletion(engine, BatchRows(engine), FailedChunks(None))  # type: ignore[arg-type]
+        settlement = completion.settle("b-old")
+        invoice_columns = [Invoice.__table__.c[name] for name in INVOICE_SUMS]
+        invoices = _figures(engine, Invoice.__table__, Invoice.customer_id, invoice_columns)
+    finally:
+        engine.dispose()
+    assert sums == {0: (30, 30, 3000, 0, 3000, 600, 3600), 1: (15, 15, 1500, 0, 1500, 300, 1800)}
+    assert settlement is not None
+    assert settlement.closed_now
+    assert settlement.reconciliation is not None
+    assert settlement.reconciliation.reconciled
+    assert invoices == {"acme": (45, 45, 4500, 0, 4500, 900, 5400)}, "written once, not added"
+
+
+def test_revision_0008_downgraded_leaves_an_open_batch_the_invoices_of_its_charges(
+    warehouse_url: str,
+) -> None:
+    """The older reducer adds each further chunk to the invoices: they must hold the chunks
+    applied so far, which the current one never wrote."""
+    upgrade(warehouse_url)
+    engine = make_engine(warehouse_url)
+    try:
+        add_batch(engine, "b-open", chunks=2)
+        apply_chunk(
+            engine,
+            batch_id="b-open",
+            chunk=0,
+            charges=[_charge_row(n) for n in range(3)],
+            subtotals=[],
+            currency="EUR",
+            allocator=_NoIds(start=1),
+            processor="after-0008",
+        )
+        command.downgrade(alembic_config(warehouse_url), "0007")
+        with engine.connect() as connection:
+            invoices = connection.execute(
+                select(Invoice.customer_id, Invoice.lines, Invoice.total)
+            ).all()
+    finally:
+        engine.dispose()
+    assert [tuple(row) for row in invoices] == [("acme", 3, 300)]
+
+
+class _NoIds:
+    def __init__(self, start: int = 1) -> None:
+        self._next = start
+
+    def take(self, count: int) -> list[int]:
+        first, self._next = self._next, self._next + count
+        return list(range(first, first + count))
+
+
+def _charge_row(n: int) -> ChargeRow:
+    return ChargeRow(
+        occurred_at=datetime(2025, 1, 1, tzinfo=UTC),
+        charge=RatedCharge(f"tx-{n}", "acme", "SKU-1", "EU", 1, 100, 100, 0, 100, 0, 100),
+    )

@@ -17,16 +17,22 @@ from sqlalchemy.orm import Session
 from controller.reducer import IdSource, apply_chunk, apply_rows, is_applied
 from shared.contracts.chunk_result import ChargeRow, RatedRows, decode_result_rows, encode_result
 from shared.contracts.result_table import ResultTable
-from shared.domain.charges import CHARGE_FIELDS, INVOICE_SUMS, CustomerSubtotal, RatedCharge
+from shared.domain.charges import (
+    CHARGE_FIELDS,
+    INVOICE_SUMS,
+    CustomerSubtotal,
+    RatedCharge,
+    invoice_sums_of,
+)
 from shared.domain.transactions import id_checksum_of
 from shared.domain.utc_text import utc_text
 from shared.warehouse import AppliedChunk, Charge, Invoice
 from shared.warehouse.id_checksum_halves import join_sums
+from shared.warehouse.models import MARK_SUMS
 from tests.warehouse.conftest import add_batch
 
 CUSTOMERS = ("acme", "globex", "initech")
 charge_values = attrgetter(*CHARGE_FIELDS)
-subtotal_values = attrgetter(*INVOICE_SUMS)
 
 
 def rated_chunk(chunk: int, size: int = 50) -> list[ChargeRow]:
@@ -92,7 +98,7 @@ def apply(engine: Engine, chunk: int, ids: IdSource, batch_id: str = "b1") -> bo
         batch_id=batch_id,
         chunk=chunk,
         rows=rated.rows,
-        subtotals=rated.subtotals,
+        invoice_sums=rated.invoice_sums,
         currency=rated.currency,
         allocator=ids,
         processor="proc-1",
@@ -124,32 +130,29 @@ def invoices(engine: Engine) -> dict[str, tuple[int, ...]]:
     return {row[0]: tuple(row[1:]) for row in rows}
 
 
-def sums_of_charges(engine: Engine) -> dict[str, tuple[int, ...]]:
-    """Each customer's invoice figures recomputed from the charges themselves."""
-    figures = [
-        func.count(),
-        *(func.sum(getattr(Charge, name)) for name in INVOICE_SUMS[1:]),
-    ]
+def mark_sums(engine: Engine) -> dict[int, tuple[int, ...]]:
+    """The invoice sums each applied mark carries, by chunk."""
+    columns = [AppliedChunk.__table__.c[name] for name in MARK_SUMS]
     with engine.connect() as connection:
-        rows = connection.execute(
-            select(Charge.customer_id, *figures).group_by(Charge.customer_id)
-        ).all()
+        rows = connection.execute(select(AppliedChunk.chunk, *columns)).all()
+    return {row[0]: tuple(row[1:]) for row in rows}
+
+
+def expected_sums(chunks: Sequence[int]) -> dict[int, tuple[int, ...]]:
+    """Each chunk's invoice sums, from its charges."""
+    return {chunk: invoice_sums_of(subtotals_of(rated_chunk(chunk))) for chunk in chunks}
+
+
+def sums_of_charges_by_chunk(engine: Engine) -> dict[int, tuple[int, ...]]:
+    figures = [func.count(), *(func.sum(getattr(Charge, name)) for name in INVOICE_SUMS[1:])]
+    with engine.connect() as connection:
+        rows = connection.execute(select(Charge.chunk, *figures).group_by(Charge.chunk)).all()
     return {row[0]: tuple(int(value) for value in row[1:]) for row in rows}
 
 
-def expected_invoices(chunks: Sequence[int]) -> dict[str, tuple[int, ...]]:
-    totals: dict[str, tuple[int, ...]] = {}
-    for chunk in chunks:
-        for subtotal in subtotals_of(rated_chunk(chunk)):
-            figures = tuple(getattr(subtotal, name) for name in INVOICE_SUMS)
-            previous = totals.get(subtotal.customer_id, (0,) * len(figures))
-            totals[subtotal.customer_id] = tuple(
-                a + b for a, b in zip(previous, figures, strict=True)
-            )
-    return totals
-
-
-def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -> None:
+def test_applying_a_chunk_stores_its_charges_and_mark_with_its_invoice_sums(
+    engine: Engine,
+) -> None:
     add_batch(engine, "b1", transactions=50)
     ids = CountingIds()
 
@@ -175,7 +178,9 @@ def test_applying_a_chunk_stores_its_charges_invoices_and_mark(engine: Engine) -
         c.transaction_id for c in stored
     )
     assert is_applied(engine, "b1", 0)
-    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+    # ... and the chunk's invoice sums, as the processor sent them; invoices wait for the close.
+    assert mark_sums(engine) == expected_sums([0]) == sums_of_charges_by_chunk(engine)
+    assert invoices(engine) == {}
 
 
 def test_the_mark_carries_the_checksum_the_processor_sent_with_the_rows(engine: Engine) -> None:
@@ -189,7 +194,7 @@ def test_the_mark_carries_the_checksum_the_processor_sent_with_the_rows(engine: 
         batch_id="b1",
         chunk=0,
         rows=[(utc_text(row.occurred_at), *charge_values(row.charge)) for row in charges],
-        subtotals={s.customer_id: subtotal_values(s) for s in subtotals_of(charges)},
+        invoice_sums=invoice_sums_of(subtotals_of(charges)),
         currency="EUR",
         allocator=CountingIds(),
         processor="proc-1",
@@ -206,17 +211,16 @@ def test_applying_the_same_chunk_again_changes_nothing(engine: Engine) -> None:
     add_batch(engine, "b1")
     ids = CountingIds()
     apply(engine, 0, ids)
-    before = invoices(engine)
 
     assert apply(engine, 0, ids) is False
 
     assert count(engine, Charge) == 50
     assert count(engine, AppliedChunk) == 1
-    assert invoices(engine) == before == expected_invoices([0]), "invoice counted twice"
+    assert mark_sums(engine) == expected_sums([0]), "sums counted twice"
     assert ids.taken == 50, "a redelivery spends no order ids"
 
 
-def test_invoices_add_up_over_chunks_and_equal_the_sum_of_charges(engine: Engine) -> None:
+def test_each_chunks_mark_carries_the_sums_of_its_own_charges(engine: Engine) -> None:
     add_batch(engine, "b1", chunks=4)
     ids = CountingIds()
 
@@ -224,7 +228,8 @@ def test_invoices_add_up_over_chunks_and_equal_the_sum_of_charges(engine: Engine
         apply(engine, chunk, ids)
 
     assert count(engine, Charge) == 200
-    assert invoices(engine) == expected_invoices([0, 1, 2, 3]) == sums_of_charges(engine)
+    assert mark_sums(engine) == expected_sums([0, 1, 2, 3]) == sums_of_charges_by_chunk(engine)
+    assert invoices(engine) == {}
 
 
 class RendezvousIds(CountingIds):
@@ -257,11 +262,10 @@ def test_two_controllers_applying_one_chunk_at_once_apply_it_once(engine: Engine
     assert ids.taken == 100, "both got past the cheap check: the race really happened"
     assert count(engine, Charge) == 50
     assert count(engine, AppliedChunk) == 1
-    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+    assert mark_sums(engine) == expected_sums([0]) == sums_of_charges_by_chunk(engine)
 
 
 def test_controllers_applying_different_chunks_at_once_all_land(engine: Engine) -> None:
-    # Every chunk touches every customer's invoice: the upserts contend on the same rows.
     add_batch(engine, "b1", chunks=12)
     ids = CountingIds()
     errors: list[BaseException] = []
@@ -281,7 +285,7 @@ def test_controllers_applying_different_chunks_at_once_all_land(engine: Engine) 
 
     assert errors == []
     assert count(engine, Charge) == 600
-    assert invoices(engine) == expected_invoices(range(12)) == sums_of_charges(engine)
+    assert mark_sums(engine) == expected_sums(range(12)) == sums_of_charges_by_chunk(engine)
 
 
 def test_a_chunk_repeating_another_chunks_transaction_is_rolled_back_whole(
@@ -306,7 +310,7 @@ def test_a_chunk_repeating_another_chunks_transaction_is_rolled_back_whole(
 
     assert not is_applied(engine, "b1", 1), "the mark went with the rest of the transaction"
     assert count(engine, Charge) == 50
-    assert invoices(engine) == expected_invoices([0])
+    assert mark_sums(engine) == expected_sums([0])
 
 
 def test_a_chunk_of_an_unknown_batch_is_an_error_not_a_duplicate(engine: Engine) -> None:
@@ -316,18 +320,18 @@ def test_a_chunk_of_an_unknown_batch_is_an_error_not_a_duplicate(engine: Engine)
     assert count(engine, AppliedChunk) == 0
 
 
-def test_a_subtotal_of_the_wrong_width_is_refused_and_leaves_nothing(engine: Engine) -> None:
+def test_invoice_sums_of_the_wrong_width_are_refused_and_leave_nothing(engine: Engine) -> None:
     add_batch(engine, "b1")
     rows = [(utc_text(row.occurred_at), *charge_values(row.charge)) for row in rated_chunk(0)]
-    short = {customer: [1] * (len(INVOICE_SUMS) - 1) for customer in CUSTOMERS}
+    short = [1] * (len(INVOICE_SUMS) - 1)
 
-    with pytest.raises(ValueError, match="subtotals must be 7 figures"):
+    with pytest.raises(ValueError, match="invoice sums must be 7 figures"):
         apply_rows(
             engine,
             batch_id="b1",
             chunk=0,
             rows=rows,
-            subtotals=short,
+            invoice_sums=short,
             currency="EUR",
             allocator=CountingIds(),
             processor="proc-1",
@@ -335,7 +339,6 @@ def test_a_subtotal_of_the_wrong_width_is_refused_and_leaves_nothing(engine: Eng
 
     assert not is_applied(engine, "b1", 0)
     assert count(engine, Charge) == 0
-    assert invoices(engine) == {}
 
 
 class GappedIds:
@@ -359,7 +362,7 @@ def test_a_result_image_lands_row_for_row_with_its_order_ids_across_ranges(
         batch_id="b1",
         chunk=0,
         rows=rated.rows,
-        subtotals=rated.subtotals,
+        invoice_sums=rated.invoice_sums,
         currency="EUR",
         allocator=GappedIds(),
         processor="proc-1",
@@ -374,13 +377,15 @@ def test_a_result_image_lands_row_for_row_with_its_order_ids_across_ranges(
     assert [tuple(getattr(c, f) for f in CHARGE_FIELDS) for c in stored] == [
         charge_values(row.charge) for row in charges
     ]
-    assert invoices(engine) == expected_invoices([0]) == sums_of_charges(engine)
+    assert mark_sums(engine) == expected_sums([0]) == sums_of_charges_by_chunk(engine)
     if engine.dialect.name == "sqlite":
         # copied inside SQLite: the rows were never made into Python tuples
         assert "_rows" not in vars(rated.rows)
 
 
-def test_a_result_images_subtotals_are_summed_into_invoices_inside_sqlite(engine: Engine) -> None:
+def test_the_reducer_writes_no_invoice_whatever_the_customers_of_a_chunk(engine: Engine) -> None:
+    """A chunk costs the reducer its mark and its rows, not a row per customer: the close
+    writes the batch's invoices once (controller.reconciliation)."""
     add_batch(engine, "b1", chunks=2)
     ids = CountingIds()
     results = [result_rows("b1", chunk, rated_chunk(chunk, size=300)) for chunk in (0, 1)]
@@ -391,15 +396,13 @@ def test_a_result_images_subtotals_are_summed_into_invoices_inside_sqlite(engine
             batch_id="b1",
             chunk=chunk,
             rows=rated.rows,
-            subtotals=rated.subtotals,
+            invoice_sums=rated.invoice_sums,
             currency="EUR",
             allocator=ids,
             processor="proc-1",
             id_checksum=rated.id_checksum,
         )
 
-    assert invoices(engine) == sums_of_charges(engine)
-    assert len(invoices(engine)) == len(CUSTOMERS)
-    if engine.dialect.name == "sqlite":
-        # one statement from the attached image: no Python object per customer was made
-        assert all("_figures" not in vars(rated.subtotals) for rated in results)
+    assert invoices(engine) == {}
+    assert mark_sums(engine) == sums_of_charges_by_chunk(engine)
+    assert [rated.invoice_sums[0] for rated in results] == [300, 300]

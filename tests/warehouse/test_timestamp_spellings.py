@@ -64,7 +64,7 @@ def test_every_spelling_lands_as_the_instant_python_reads(engine: Engine) -> Non
         batch_id="b",
         chunk=0,
         rows=rows,
-        subtotals=sums,
+        invoice_sums=sums,
         currency="USD",
         allocator=Counter(),
         processor="test",
