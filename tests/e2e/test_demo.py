@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 
 from billing.cli import demo as demo_command
 from billing.cli.app import app as billing
-from billing.demo.scenario import DemoResult, run_demo
+from billing.demo.scenario import DemoResult, run_demo, run_stream
 from billing.devtools.azurite import AzuriteUnavailableError, azurite_dir, ensure_azurite
 from tests.api.batch_files import csv_file, rows
 from tests.support.azurite import running_azurite, unavailable
@@ -195,7 +195,7 @@ def test_the_demo_counts_its_batchs_requests_not_later_batches_nor_the_dashboard
     assert all(kind.endswith(("@dashboard", "@status")) for kind in result.onlooker_requests)
 
 
-def test_the_demo_runs_again_on_a_store_that_holds_its_batch() -> None:
+def test_the_demo_and_the_stream_run_again_on_a_store_that_holds_their_batches() -> None:
     """The demo's batch is the same file every run; on a store kept from an earlier run
     (one Azurite for several runs, as the benchmarks' rounds use) it is billed again, not
     refused as the same file sent twice."""
@@ -208,3 +208,11 @@ def test_the_demo_runs_again_on_a_store_that_holds_its_batch() -> None:
                 storage_connection_string=info.connection_string,
             )
             assert result.reconciled
+            stream = run_stream(
+                batches=2,
+                transactions=1000,
+                processes=1,
+                backend="azurite",
+                storage_connection_string=info.connection_string,
+            )
+            assert stream.reconciled
