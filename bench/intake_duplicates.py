@@ -150,14 +150,21 @@ def duplicate_check_cost(report: Report, *, quick: bool, rounds: int) -> None:
     )
 
 
-async def _measure(
-    shapes: dict[str, Shape], bodies: dict[str, bytes], rounds: int, quick: bool
-) -> dict[str, _Samples]:
+def shared_pricebook(shapes: dict[str, Shape], bodies: dict[str, bytes]) -> bytes:
+    """The one pricebook every shape uses (one app per variant serves them all); each body
+    must hold :data:`FIRST_ID` once, the id a round rewrites to make the body distinct."""
     for label, body in bodies.items():
         assert body.count(FIRST_ID) == 1, f"{label}: the first transaction id is not {FIRST_ID!r}"
     pricebooks = {pricebook_document(shape) for shape in shapes.values()}
     assert len(pricebooks) == 1, "the shapes must share one pricebook (one app per variant)"
     (pricebook,) = pricebooks
+    return pricebook
+
+
+async def _measure(
+    shapes: dict[str, Shape], bodies: dict[str, bytes], rounds: int, quick: bool
+) -> dict[str, _Samples]:
+    pricebook = shared_pricebook(shapes, bodies)
     samples = {label: _Samples() for label in shapes}
     # Quick: no intake helper processes, whose start (an interpreter each) would be most of
     # the run; the full run keeps the default, as deployed.

@@ -33,9 +33,9 @@ import anyio
 import httpx
 
 from bench.in_process import asgi_client, bench_settings, timed_post
-from bench.intake_duplicates import FIRST_ID, bench_shapes
+from bench.intake_duplicates import FIRST_ID, bench_shapes, shared_pricebook
 from bench.report import Report
-from bench.shapes import Shape, batch_body, pricebook_document
+from bench.shapes import Shape, batch_body
 from initiator.id_window import FingerprintPartitions, IdWindow
 from initiator.id_window.index import PREFIX
 from shared.contracts.batch_records import utc_now
@@ -204,11 +204,7 @@ async def _measure(
     quick: bool,
     window_ids: int,
 ) -> dict[str, _Samples]:
-    for label, body in bodies.items():
-        assert body.count(FIRST_ID) == 1, f"{label}: the first transaction id is not {FIRST_ID!r}"
-    pricebooks = {pricebook_document(shape) for shape in shapes.values()}
-    assert len(pricebooks) == 1, "the shapes must share one pricebook (one app per variant)"
-    (pricebook,) = pricebooks
+    pricebook = shared_pricebook(shapes, bodies)
     samples = {label: _Samples() for label in shapes}
     helpers = 1 if quick else 0  # as bench.intake_duplicates: no helper start in quick runs
     with tempfile.TemporaryDirectory(prefix="bench-transaction-ids-") as folder:

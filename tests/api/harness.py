@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import httpx
 from fastapi import FastAPI
@@ -42,6 +43,15 @@ class Api:
 
     def trace(self) -> Trace:
         return Trace.take(self.services.storage, self.settings)
+
+    def received_before_the_window(self, batch_id: str) -> None:
+        """Date ``batch_id``'s record a second before the duplicate window began."""
+        records = self.services.publisher.records
+        stored = records.find(batch_id)
+        assert stored is not None
+        window = timedelta(seconds=self.settings.duplicate_body_window_seconds)
+        then = stored.record.received_at - window - timedelta(seconds=1)
+        records.save(stored, stored.record.model_copy(update={"received_at": then}))
 
     def triggers(self, wait: float = 0.2) -> list[BusMessage]:
         """Every trigger published since the last call."""
