@@ -5,10 +5,10 @@ per core, and keeps what each arena once held: memory freed in one arena is not 
 a thread of another, and an arena's free space is returned to the system only from its top.
 A role's threads allocate in turns (the GIL) except inside C code that lets go of it, such
 as SQLite stepping a statement, so extra arenas buy little speed here and cost memory that
-never comes back. Measured on the controller over 10,000 one-row batches on the embedded
-backend (``python -m bench.soak``, docs/soak.md), with glibc's default it grew about 16 %
-from the tenth of the run to its end, holding 18-21 MB of free space across its arenas;
-limited to a few arenas it stays flat.
+never comes back: over 10,000 one-row batches on the embedded backend
+(``python -m bench.soak``) the controller held 18-21 MB of free space across five arenas
+with glibc's default, and grew half as much limited to two (decision 0090, side by side;
+docs/soak.md has the current figures).
 
 :func:`limit_malloc_arenas` calls ``mallopt(M_ARENA_MAX, n)`` through ``ctypes``, which
 bounds the arenas created from then on, so a role calls it before it starts its threads.
