@@ -21,7 +21,6 @@ from billing.runtime import tune_runtime
 from processor.supervisor import ProcessorSupervisor
 from processor.wedged_report import WedgedReport
 from shared.domain.priority import Priority
-from shared.gc_tuning import FullCollections
 from shared.lifecycle import Shutdown
 from shared.role_health import Probe, RoleHealth
 from shared.settings import Settings
@@ -106,10 +105,7 @@ def run_worker_process(
     with Deployment(settings, provision=False) as deployment:
         worker = deployment.start(deployment.processor(priorities=priorities))
         tune_runtime(settings)
-        # The storage SDKs' short-lived cycles would otherwise wait for the tuned collector.
-        collections = FullCollections(settings.gc_young_threshold)
         while not local_stop.wait(CHILD_CHECK_SECONDS):
-            collections.tick()
             report.write(worker.listener.wedged())
             if stop.is_set() or (parent is not None and not parent.is_alive()):
                 break

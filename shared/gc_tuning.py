@@ -22,24 +22,25 @@ process:
 
 ``BILLING_GC_YOUNG_THRESHOLD=0`` keeps Python's defaults, e.g. to measure the difference.
 
-The price is memory: each Azure SDK request leaves a few short-lived reference cycles (a
-blob client's serializers, a queue receive's pager), which now wait longer to be freed,
-and the allocator keeps what they took. A processor's worker process, which makes several
-requests per chunk, settled about 20 MB higher on Azurite. :class:`FullCollections` gives
-its loop a full collection every 10 s: it walks only what is not frozen (12 ms on average
-in a worker, at most 21), and the worker settled about 4 MB higher instead (docs/soak.md).
+The price is memory: whatever does end in a reference cycle (each Azure SDK request leaves a
+few: a blob client's serializers, a queue receive's pager) waits far longer to be freed, and
+the allocator keeps the pages it took. A processor's worker process settled about 20 MB higher
+on Azurite; the controller, over thousands of one-row batches, ratcheted up by the garbage it
+let pile up between full collections. :func:`collect_periodically` runs a full collection
+every 10 s on a thread of its own: it walks only what is not frozen (about 12 ms in a worker),
+and every role stays flat (docs/soak.md).
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import threading
 import time
-from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 
-#: How often :class:`FullCollections` collects all the garbage.
+#: How often :func:`collect_periodically` collects all the garbage.
 FULL_COLLECTION_SECONDS = 10.0
 
 DEFAULT_YOUNG_THRESHOLD = 100_000
@@ -62,26 +63,22 @@ def tune_collector(young_threshold: int) -> None:
     )
 
 
-class FullCollections:
-    """A full collection at most every ``period`` seconds, for a loop that wakes often anyway
-    (:meth:`tick` on each turn); nothing while the collector keeps Python's settings."""
+def collect_periodically(
+    young_threshold: int, period: float = FULL_COLLECTION_SECONDS
+) -> threading.Thread | None:
+    """Start a daemon thread that collects all the garbage every ``period`` seconds, or
+    nothing where ``young_threshold`` is ``0`` (Python's own settings collect often enough).
 
-    def __init__(
-        self,
-        young_threshold: int,
-        period: float = FULL_COLLECTION_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._period = period
-        self._enabled = young_threshold > 0
-        self._clock = clock
-        self._last = clock()
+    A thread rather than a turn of each role's loop: the initiator's loop is uvicorn's, and
+    the controller's main thread only waits for a signal."""
+    if young_threshold <= 0:
+        return None
 
-    def tick(self) -> int | None:
-        """Collect if a period has passed since the last collection; how many unreachable
-        objects were found, or None if it was not time."""
-        now = self._clock()
-        if not self._enabled or now - self._last < self._period:
-            return None
-        self._last = now
-        return gc.collect()
+    def collect() -> None:
+        while True:
+            time.sleep(period)
+            gc.collect()
+
+    thread = threading.Thread(target=collect, name="full-garbage-collections", daemon=True)
+    thread.start()
+    return thread

@@ -5,12 +5,8 @@ Each case runs in a fresh interpreter, so the test process keeps Python's settin
 
 from __future__ import annotations
 
-import gc
 import subprocess
 import sys
-import weakref
-
-from shared.gc_tuning import FullCollections
 
 PROBE = """
 import gc, sys
@@ -40,35 +36,43 @@ def test_zero_keeps_pythons_settings() -> None:
     assert collector_after(0) == "(700, 10, 10) (700, 10, 10) False"
 
 
-class _Cycle:
-    def __init__(self) -> None:
+CYCLE_PROBE = """
+import gc, sys, time, weakref
+from shared.gc_tuning import collect_periodically, tune_collector
+young = int(sys.argv[1])
+tune_collector(young)
+gc.disable()  # only the periodic collections may find the cycle
+
+
+class Cycle:
+    def __init__(self):
         self.me = self
 
 
-def test_full_collections_collect_once_a_period_has_passed() -> None:
-    now = [0.0]
-    collections = FullCollections(100_000, period=10.0, clock=lambda: now[0])
-    was_enabled = gc.isenabled()
-    gc.disable()  # only the ticks may collect the cycle
-    try:
-        cycle = weakref.ref(_Cycle())
-        now[0] = 9.9
-        assert collections.tick() is None
-        assert cycle() is not None
-        now[0] = 10.0
-        found = collections.tick()
-        assert cycle() is None
-        assert found is not None
-        assert found >= 1
-        now[0] = 15.0
-        assert collections.tick() is None  # the next period starts at the collection
-    finally:
-        if was_enabled:
-            gc.enable()
+cycle = weakref.ref(Cycle())
+thread = collect_periodically(young, period=0.05)
+deadline = time.monotonic() + float(sys.argv[2])
+while cycle() is not None and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(thread is not None and thread.daemon, cycle() is None)
+"""
 
 
-def test_full_collections_do_nothing_where_the_collector_keeps_pythons_settings() -> None:
-    now = [0.0]
-    collections = FullCollections(0, period=10.0, clock=lambda: now[0])
-    now[0] = 100.0
-    assert collections.tick() is None
+def periodic_collections_after(young_threshold: int, wait_seconds: float) -> str:
+    """Whether a daemon thread started, and whether a cycle was freed within the wait."""
+    done = subprocess.run(
+        [sys.executable, "-c", CYCLE_PROBE, str(young_threshold), str(wait_seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def test_periodic_full_collections_free_a_cycle_the_tuned_collector_would_keep() -> None:
+    assert periodic_collections_after(100_000, wait_seconds=30) == "True True"
+
+
+def test_no_periodic_collections_where_the_collector_keeps_pythons_settings() -> None:
+    assert periodic_collections_after(0, wait_seconds=1) == "False False"
