@@ -131,12 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS)
     parser.add_argument("--workers", type=int, default=2, help="Celery prefork children")
     parser.add_argument("--processes", type=int, default=2, help="billing processor processes")
-    parser.add_argument(
-        "--rounds",
-        type=int,
-        default=None,
-        help="rounds of both systems, alternating which runs first (default 3; 1 with --quick)",
-    )
+    # Imported here: bench.matrix builds on this module.
+    from bench.matrix import add_rounds_option, add_shape_options, wants_shapes
+
+    add_rounds_option(parser)
     parser.add_argument(
         "--stream-batches",
         type=int,
@@ -147,8 +145,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--ours-first", action="store_true", help="run this project first in the first round"
     )
-    from bench.matrix import add_shape_options, wants_shapes
-
     add_shape_options(parser)
     args = parser.parse_args(argv)
     if wants_shapes(args):

@@ -2,11 +2,12 @@
 
     python -m bench.end_to_end [--quick] [--transactions N] [--processes N]
                                [--backend embedded|azurite]
-    python -m bench.end_to_end --matrix [--backend azurite [--storage-latency-ms 0 10]]
+    python -m bench.end_to_end --matrix [--rounds N] [--backend azurite [--storage-latency-ms 0 10]]
 
 With ``--matrix``, ``--shape`` (and the shape overrides) or ``--storage-latency-ms`` it runs
 the shape matrix of :mod:`bench.matrix` instead: the roles on each generated shape, one line
-per shape (and latency), with the Celery setup beside them on Azurite. Without them, as below.
+per shape (and latency), beside the lean loop on the same rows and pricebook (and the Celery
+setup on Azurite), ``--rounds`` rounds alternating which runs first. Without them, as below.
 
 Three measurements on the same generated batch (``billing demo``'s: CSV, 500 customers,
 random seed 7), in one run:
@@ -58,12 +59,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--processes", type=int, default=None, help="default: one per core")
     parser.add_argument("--backend", choices=BACKENDS, default="embedded")
     # Imported here: bench.matrix builds on bench.celery_reference, which imports this module.
-    from bench.matrix import add_shape_options, wants_shapes
+    from bench.matrix import add_rounds_option, add_shape_options, wants_shapes
 
+    add_rounds_option(parser)
     add_shape_options(parser)
     args = parser.parse_args(argv)
     if wants_shapes(args):
         return run_shapes(args)
+    if args.rounds is not None:
+        parser.error("--rounds applies to the shape matrix (--matrix, --shape)")
     backend: Backend = args.backend
     transactions: int = args.transactions or (4_000 if args.quick else 100_000)
     processes: int = args.processes or os.cpu_count() or 1
@@ -109,8 +113,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_shapes(args: argparse.Namespace) -> int:
-    """The shape matrix (:mod:`bench.matrix`): on Azurite beside the Celery setup when its
-    extra is installed; on the embedded backend this project alone."""
+    """The shape matrix (:mod:`bench.matrix`): this project beside the lean loop on the same
+    rows, and on Azurite beside the Celery setup too when its extra is installed."""
     from bench.celery_reference import MATRIX_TRANSACTIONS
     from bench.matrix import add_matrix, celery_available, run_matrix, shapes_from
 
@@ -124,6 +128,7 @@ def run_shapes(args: argparse.Namespace) -> int:
         args.storage_latency_ms or [0.0],
         backend=args.backend,
         with_celery=with_celery,
+        rounds=args.rounds or 1,
         processes=args.processes or 2,
     )
     add_matrix(report, runs, backend=args.backend)

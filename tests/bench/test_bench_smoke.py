@@ -112,8 +112,9 @@ def test_benchmark_produces_its_figures(name: str, tmp_path: Path) -> None:
 
 def test_end_to_end_runs_a_shape_it_is_given(tmp_path: Path) -> None:
     """``--shape`` sends the generated shape's file (JSON Lines, gzip) through the roles and
-    reports its line of the matrix, CPU per role included."""
-    figures = run_quick("end_to_end", tmp_path, "--shape", "jsonl", "--gzip")
+    reports its line of the matrix, CPU per role included, beside the lean loop on the same
+    rows in each of two rounds."""
+    figures = run_quick("end_to_end", tmp_path, "--shape", "jsonl", "--gzip", "--rounds", "2")
     key = "matrix.jsonl*.0ms"
     assert {
         f"{key}.transactions_per_second",
@@ -121,7 +122,24 @@ def test_end_to_end_runs_a_shape_it_is_given(tmp_path: Path) -> None:
         f"{key}.initiator.cpu_us_per_transaction",
         f"{key}.processor.cpu_us_per_transaction",
         f"{key}.controller.cpu_us_per_transaction",
+        f"{key}.lean.transactions_per_second",
+        f"{key}.ours_over_lean",
+        f"{key}.ours_over_lean.lowest",
+        f"{key}.ours_over_lean.highest",
+        "matrix.0ms.worst_ours_over_lean",
     } <= figures.keys()
+
+
+def test_end_to_end_takes_rounds_only_for_the_shape_matrix() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.end_to_end", "--quick", "--rounds", "2"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert "--rounds applies to the shape matrix" in done.stderr
 
 
 #: Opt in to the slow smoke test of bench.celery_reference.
