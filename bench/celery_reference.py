@@ -60,6 +60,7 @@ from bench.bare_pipeline import insert_batch_row
 from bench.counting_proxy import CountingProxy
 from bench.deployment import batch_file
 from bench.end_to_end import DEMO_CUSTOMERS, DEMO_SEED
+from bench.matrix_options import add_rounds_option, add_shape_options, shapes_from, wants_shapes
 from bench.report import Cell, Report, base_parser
 from bench.run import REPO_ROOT
 from bench.shapes import ShapedBatch
@@ -131,9 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS)
     parser.add_argument("--workers", type=int, default=2, help="Celery prefork children")
     parser.add_argument("--processes", type=int, default=2, help="billing processor processes")
-    # Imported here: bench.matrix builds on this module.
-    from bench.matrix import add_rounds_option, add_shape_options, wants_shapes
-
     add_rounds_option(parser)
     parser.add_argument(
         "--stream-batches",
@@ -187,7 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_shapes(args: argparse.Namespace) -> int:
     """``--matrix``, ``--shape`` or ``--storage-latency-ms``: the shape matrix, both systems."""
-    from bench.matrix import add_matrix, run_matrix, shapes_from
+    from bench.matrix import add_matrix, run_matrix
 
     transactions: int = args.transactions or (2_000 if args.quick else MATRIX_TRANSACTIONS)
     report = Report(benchmark="celery_reference", quick=args.quick)

@@ -44,6 +44,7 @@ from pathlib import Path
 from bench.bare_pipeline import BareTimings, run_bare_pipeline, run_lean_loop
 from bench.deployment import BACKENDS, Backend, batch_file, open_deployment
 from bench.hot_path import HotPath, count_hot_path
+from bench.matrix_options import add_rounds_option, add_shape_options, shapes_from, wants_shapes
 from bench.report import Cell, Report, base_parser
 from billing.demo.scenario import DemoResult, run_demo
 from shared import meter
@@ -58,9 +59,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--transactions", type=int, default=None)
     parser.add_argument("--processes", type=int, default=None, help="default: one per core")
     parser.add_argument("--backend", choices=BACKENDS, default="embedded")
-    # Imported here: bench.matrix builds on bench.celery_reference, which imports this module.
-    from bench.matrix import add_rounds_option, add_shape_options, wants_shapes
-
     add_rounds_option(parser)
     add_shape_options(parser)
     args = parser.parse_args(argv)
@@ -116,7 +114,7 @@ def run_shapes(args: argparse.Namespace) -> int:
     """The shape matrix (:mod:`bench.matrix`): this project beside the lean loop on the same
     rows, and on Azurite beside the Celery setup too when its extra is installed."""
     from bench.celery_reference import MATRIX_TRANSACTIONS
-    from bench.matrix import add_matrix, celery_available, run_matrix, shapes_from
+    from bench.matrix import add_matrix, celery_available, run_matrix
 
     transactions: int = args.transactions or (2_000 if args.quick else MATRIX_TRANSACTIONS)
     with_celery = args.backend == "azurite" and celery_available()
