@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Sequence
 from functools import lru_cache
 from itertools import starmap
+from typing import Any
 
 from initiator.intake.fields import ID_PATTERN, REQUIRED_FIELDS
 from initiator.intake.header import required_columns
@@ -62,6 +64,15 @@ _MONTH_DAY = (
 _TIME = "(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]{1,9})?"
 _OFFSET = "Z|[+-](?:[01][0-9]|2[0-3]):[0-5][0-9]"  # under 24 hours, as fromisoformat wants
 _INSTANT = f"(?:{_YEAR})-(?:{_MONTH_DAY})T{_TIME}(?:{_OFFSET})"
+#: The patterns of a field's value that the line pattern spells out, by field name.
+VALUE_PATTERNS = {
+    "transaction_id": ID_PATTERN,
+    "customer_id": ID_PATTERN,
+    "sku": ID_PATTERN,
+    "quantity": _QUANTITY,
+    "region": ID_PATTERN,
+    "occurred_at": _INSTANT,
+}
 
 #: One payload row, the same bytes as msgspec writes for ``[line, transaction_id,
 #: customer_id, sku, quantity, region, occurred_at]``: nothing in a matched field needs
@@ -89,6 +100,21 @@ def check_by_pattern(segment: Segment) -> CheckedSegment | None:
     transaction_id, customer_id, sku, quantity, region, occurred_at = (
         by_position[groups.index(field)] for field in range(len(REQUIRED_FIELDS))
     )
+    columns = (transaction_id, customer_id, sku, quantity, region, occurred_at)
+    return checked_columns(segment, columns, sum(map(int, quantity)))
+
+
+Column = Sequence[Any]
+
+
+def checked_columns(
+    segment: Segment, columns: tuple[Column, ...], quantity: int
+) -> CheckedSegment | None:
+    """The segment of ``columns``, the values of its lines in :data:`REQUIRED_FIELDS` order
+    (each value checked for its field), and their ``quantity`` sum; None for a duplicate id
+    or a code the pricebook lacks, which the line-by-line check words."""
+    transaction_id, customer_id, sku, quantities, region, occurred_at = columns
+    count = len(transaction_id)
     if len(set(transaction_id)) != count:
         return None  # a duplicate: the line-by-line check names both lines
     codes = segment.codes
@@ -96,14 +122,15 @@ def check_by_pattern(segment: Segment) -> CheckedSegment | None:
         return None  # a code the pricebook lacks
     first = segment.first_line
     lines = range(first, first + count)
-    columns = (lines, transaction_id, customer_id, sku, quantity, region, occurred_at)
-    rows = zip(*columns, strict=True)
+    rows = zip(
+        lines, transaction_id, customer_id, sku, quantities, region, occurred_at, strict=True
+    )
     return CheckedSegment(
         rows_json=f"[{','.join(starmap(_PAYLOAD_ROW, rows))}]".encode(),
         first_line=first,
         last_line=first + count - 1,
         transactions=count,
-        quantity=sum(map(int, quantity)),
+        quantity=quantity,
         id_checksum=id_checksum_of(transaction_id),
         transaction_ids=list(transaction_id),
         lines=list(lines),
@@ -132,14 +159,7 @@ def _line_pattern(layout: tuple[tuple[int, ...], int]) -> tuple[re.Pattern[str],
     are written in) and looked up afterwards, a set of a column at once: spelled out as
     alternatives, a pricebook of a thousand SKUs would cost a thousand tries a line."""
     positions, width = layout
-    values = {
-        "transaction_id": ID_PATTERN,
-        "customer_id": ID_PATTERN,
-        "sku": ID_PATTERN,
-        "quantity": _QUANTITY,
-        "region": ID_PATTERN,
-        "occurred_at": _INSTANT,
-    }
+    values = VALUE_PATTERNS
     # A field no rule reads: anything the csv module reads as one field of that length.
     other = f'[^,\r\n"\x00]{{0,{csv.field_size_limit()}}}'
     field_at = {position: number for number, position in enumerate(positions)}

@@ -15,9 +15,11 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_right
+from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 from importlib import resources
+from types import MappingProxyType
 from typing import Annotated, Any, Self
 
 from pydantic import (
@@ -187,6 +189,23 @@ class Pricebook(PricebookModel):
             raise KeyError(f"unknown sku {sku!r}") from None
         reached = bisect_right(thresholds, quantity)
         return pcts[reached - 1] if reached else _ZERO
+
+    def rate_lookups(
+        self,
+    ) -> tuple[
+        Mapping[str, int],
+        Mapping[str, tuple[tuple[int, ...], tuple[Decimal, ...]]],
+        Mapping[str, Decimal],
+    ]:
+        """What rating reads, as precomputed at validation: unit prices in minor units per
+        SKU; per SKU its ascending tier thresholds and their discount percentages; the tax
+        percentage per region. Read-only views: a rater builds its own tables from them
+        without walking the tier models again."""
+        return (
+            MappingProxyType(self._unit_price_minor),
+            MappingProxyType(self._tier_thresholds),
+            MappingProxyType(self._tax_pct),
+        )
 
     def tax_pct(self, region: str) -> Decimal:
         """Tax percentage of ``region``. Raises ``KeyError`` for an unknown region."""

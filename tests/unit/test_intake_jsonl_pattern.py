@@ -77,6 +77,17 @@ NEAR_MISSES = {
         9, transaction_id="tx-8,c-8,SEAT-PRO,1,US,2025-01-22T10:20:30Z\ntx-9"
     ),
     "an id with a NUL": _line(9, transaction_id="tx\x009"),
+    **{
+        f"a {field} of two good values": _line(9, **{field: f"{value}\n{value}"})
+        for field, value in (
+            ("transaction_id", "tx-9"),
+            ("customer_id", "c-9"),
+            ("sku", "SEAT-PRO"),
+            ("region", "US"),
+            ("occurred_at", "2025-01-22T10:20:30Z"),
+        )
+    },
+    "a time ending in a carriage return": _line(9, occurred_at="2025-01-22T10:20:30Z\r"),
     "an id of 65": _line(9, transaction_id="x" * 65),
     "an empty id": _line(9, transaction_id=""),
     "a lone surrogate": _raw("3", transaction_id='"tx\\ud800"'),
@@ -179,3 +190,12 @@ def test_the_benchmarks_json_lines_take_the_fast_path(name: str) -> None:
     assert fast.transactions == 2_000
     assert fast == check_lines(segment)
     assert check_segment(segment) == fast
+
+
+@pytest.mark.parametrize("field", ["transaction_id", "customer_id", "sku", "region", "occurred_at"])
+def test_a_value_of_two_good_values_is_declined(field: str) -> None:
+    # Each column is matched as its values joined by line feeds: a value holding one must
+    # not pass as two values.
+    value = {**GOOD, "transaction_id": "tx-9"}[field]
+    lines = [*_good_lines(), _line(9, **{field: f"{value}\n{value}"})]
+    assert check_jsonl_by_pattern(_segment(lines)) is None

@@ -24,7 +24,7 @@ from shared.domain.charges import invoice_sums_of, subtotals
 from shared.domain.money import EXACT, format_minor_units, format_plain_decimal, minor_exponent
 from shared.domain.pricebook import Pricebook, load_pricebook, sample_pricebook
 from shared.domain.transactions import Transaction
-from shared.domain.utc_text import utc_text
+from shared.domain.utc_text import utc_text, utc_text_of
 from tests.unit.test_rating import USD_BOOK
 
 MAX_QUANTITY = 1_000_000
@@ -195,3 +195,45 @@ def test_unknown_codes_and_bad_quantities_are_named() -> None:
         rater.rate_rows([[2, "T", "C", sku, 1, "NOWHERE", "2024-06-01T12:00:00Z"]])
     with pytest.raises(TypeError, match="line 7: quantity '3' is not an integer"):
         rater.rate_rows([[7, "T", "C", sku, "3", region, "2024-06-01T12:00:00Z"]])
+
+
+#: Neighbours that share an instant or only part of it: the rater reuses the last row's
+#: respelling, so each must still be its own text's.
+TRICKY_INSTANTS = [
+    "2025-01-15T05:30:00+05:30",
+    "2025-01-15T05:30:00+05:30",
+    "2025-01-15T05:30:01+05:30",
+    "2025-01-15T05:30:00+05:30",  # back to an earlier one, not the last
+    "2025-01-15T00:00:00Z",  # the same instant in another spelling
+    "2025-01-15T00:00:00+00:00",
+    "2025-01-15T00:00:00.5Z",
+    "2025-01-15T00:00:00.500000Z",
+    "2025-01-15T00:00:00.123456789-02:30",
+    "2025-01-15T00:00:00.123456789-02:30",
+    "2025-01-14T23:59:59.999999-00:01",
+    "2025-03-01T00:29:59+05:30",  # the day before is February's last
+    "2024-03-01T00:29:59+05:30",  # ... of a leap year
+    "2024-03-01T00:29:59+05:30",
+]
+
+
+def test_each_rows_instant_is_its_own_texts_when_neighbours_repeat() -> None:
+    rater = IntegerRater(sample_pricebook())
+    sku, region = next(iter(sample_pricebook().skus)), next(iter(sample_pricebook().regions))
+    rows = [[n, f"T{n}", "C", sku, 1, region, at] for n, at in enumerate(TRICKY_INSTANTS)]
+    results, _ = rater.rate_rows(rows)
+    assert [row[0] for row in results] == [utc_text_of(at) for at in TRICKY_INSTANTS]
+    assert [row[0] for row in results][:4] == [
+        "2025-01-15 00:00:00.000000",
+        "2025-01-15 00:00:00.000000",
+        "2025-01-15 00:00:01.000000",
+        "2025-01-15 00:00:00.000000",
+    ]
+
+
+def test_an_empty_instant_after_a_good_one_is_refused() -> None:
+    rater = IntegerRater(sample_pricebook())
+    sku, region = next(iter(sample_pricebook().skus)), next(iter(sample_pricebook().regions))
+    good = "2024-06-01T12:00:00+02:00"
+    with pytest.raises(ValueError, match="isoformat"):
+        rater.rate_rows([[2, "T1", "C", sku, 1, region, good], [3, "T2", "C", sku, 1, region, ""]])
