@@ -15,10 +15,12 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 from importlib import resources
+from operator import attrgetter
 from types import MappingProxyType
 from typing import Annotated, Any, Self
 
@@ -125,11 +127,13 @@ class SkuPrice(PricebookModel):
     @field_validator("tiers")
     @classmethod
     def _unique_and_sorted(cls, tiers: list[Tier]) -> list[Tier]:
+        if len(tiers) < 2:
+            return tiers
         quantities = [tier.min_quantity for tier in tiers]
-        duplicates = sorted({q for q in quantities if quantities.count(q) > 1})
-        if duplicates:
+        if len(set(quantities)) < len(quantities):
+            duplicates = sorted(q for q, n in Counter(quantities).items() if n > 1)
             raise ValueError(f"duplicate min_quantity {', '.join(map(str, duplicates))}")
-        return sorted(tiers, key=lambda tier: tier.min_quantity)
+        return sorted(tiers, key=attrgetter("min_quantity"))
 
 
 class RegionTax(PricebookModel):
@@ -173,10 +177,15 @@ class Pricebook(PricebookModel):
             # error at the root that only says "some price is wrong".
             raise ValidationError.from_exception_data(type(self).__name__, problems)
         self._unit_price_minor = unit_prices
+        no_tiers: tuple[tuple[int, ...], tuple[Decimal, ...]] = ((), ())
         self._tier_thresholds = {
             sku: (
-                tuple(tier.min_quantity for tier in price.tiers),
-                tuple(tier.discount_pct for tier in price.tiers),
+                (
+                    tuple([tier.min_quantity for tier in tiers]),
+                    tuple([tier.discount_pct for tier in tiers]),
+                )
+                if (tiers := price.tiers)
+                else no_tiers
             )
             for sku, price in self.skus.items()
         }
