@@ -22,7 +22,7 @@ from functools import cache
 from importlib import resources
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, cast
 
 from pydantic import (
     BaseModel,
@@ -50,6 +50,7 @@ from shared.json_input import ROOT, loads_strict, validation_problems
 
 _ZERO = Decimal(0)
 _EXPONENT_CONTEXT_KEY = "minor_exponent"
+_PERCENTS_CONTEXT_KEY = "accepted_percents"
 
 
 def _reject_float(value: object) -> object:
@@ -64,15 +65,15 @@ def _reject_float(value: object) -> object:
     return value
 
 
-def _exact_decimal(*, ge: int, max_digits: int, le: int | None = None) -> GetPydanticSchema:
+def _exact_decimal(*, ge: int, max_digits: int, le: int | None = None) -> core_schema.CoreSchema:
     """A ``Decimal`` from a JSON string or integer, with its range and digit count checked.
 
-    The checks run in pydantic-core rather than as Python calls per value (a 5,000-SKU book
-    has 16,000 decimals): floats and booleans are refused first, then the value must be
-    finite and in range, then it may have at most ``max_digits`` digits. The range comes
-    before the digit count, so ``"-1E+30"`` is reported as negative, not as too long.
+    Floats and booleans are refused first, then the value must be finite and in range, then
+    it may have at most ``max_digits`` digits. The range comes before the digit count, so
+    ``"-1E+30"`` is reported as negative, not as too long. Only the first check is Python;
+    the others run in pydantic-core.
     """
-    schema = core_schema.no_info_before_validator_function(
+    return core_schema.no_info_before_validator_function(
         _reject_float,
         core_schema.chain_schema(
             [
@@ -81,13 +82,42 @@ def _exact_decimal(*, ge: int, max_digits: int, le: int | None = None) -> GetPyd
             ]
         ),
     )
-    return GetPydanticSchema(lambda _source, _handler: schema)
 
 
-Percent = Annotated[Decimal, _exact_decimal(ge=0, le=100, max_digits=12)]
+def _percent_schema() -> core_schema.CoreSchema:
+    """:data:`Percent`: an exact decimal from 0 to 100, each spelling checked once per document.
+
+    A pricebook repeats a handful of rates many times (a 5,000-SKU book may hold 6,000
+    discounts that are all ``"5"`` or ``"12.5"``), and checking a decimal's digits costs
+    more than a dictionary lookup. So :func:`load_pricebook` passes an empty dictionary in
+    the validation context, and a string that was accepted as a percentage earlier in the
+    same document gives the same ``Decimal`` again. A string that failed is never stored,
+    so every bad value is still reported at its own path. Unit prices are rarely repeated
+    and are checked every time.
+    """
+    checked = _exact_decimal(ge=0, le=100, max_digits=12)
+
+    def validate(
+        value: object, check: core_schema.ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Decimal:
+        accepted = info.context.get(_PERCENTS_CONTEXT_KEY) if info.context else None
+        if accepted is None or type(value) is not str:
+            return cast(Decimal, check(value))
+        result = accepted.get(value)
+        if result is None:
+            result = accepted[value] = check(value)
+        return cast(Decimal, result)
+
+    return core_schema.with_info_wrap_validator_function(validate, checked)
+
+
+Percent = Annotated[Decimal, GetPydanticSchema(lambda _source, _handler: _percent_schema())]
 """A percentage from 0 to 100, e.g. ``"8.875"``."""
 
-UnitPrice = Annotated[Decimal, _exact_decimal(ge=0, max_digits=20)]
+UnitPrice = Annotated[
+    Decimal,
+    GetPydanticSchema(lambda _source, _handler: _exact_decimal(ge=0, max_digits=20)),
+]
 """A unit price in major units, e.g. ``"12.34"``; whether it fits the currency is checked apart."""
 
 Code = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
@@ -310,9 +340,9 @@ def load_pricebook(data: bytes | str) -> Pricebook:
     except ValueError as exc:
         raise PricebookError([f"{ROOT}: {exc}"]) from None
     currency = raw.get("currency") if isinstance(raw, dict) else None
-    context = (
-        {_EXPONENT_CONTEXT_KEY: minor_exponent(currency)} if is_currency_code(currency) else {}
-    )
+    context: dict[str, Any] = {_PERCENTS_CONTEXT_KEY: {}}
+    if is_currency_code(currency):
+        context[_EXPONENT_CONTEXT_KEY] = minor_exponent(currency)
     try:
         return Pricebook.model_validate(raw, context=context)
     except ValidationError as exc:
