@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 from importlib import resources
-from operator import attrgetter
+from operator import attrgetter, lt
 from types import MappingProxyType
 from typing import Annotated, Any, Self, cast
 
@@ -160,6 +160,8 @@ class SkuPrice(PricebookModel):
         if len(tiers) < 2:
             return tiers
         quantities = [tier.min_quantity for tier in tiers]
+        if all(map(lt, quantities, quantities[1:])):
+            return tiers  # strictly ascending: unique and sorted already (the usual case)
         if len(set(quantities)) < len(quantities):
             duplicates = sorted(q for q, n in Counter(quantities).items() if n > 1)
             raise ValueError(f"duplicate min_quantity {', '.join(map(str, duplicates))}")
