@@ -15,18 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Mapping
 from decimal import Decimal
 from functools import cache
 from importlib import resources
+from operator import attrgetter, lt
 from types import MappingProxyType
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, cast
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
+    GetPydanticSchema,
     PrivateAttr,
     StrictInt,
     StringConstraints,
@@ -35,7 +37,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import InitErrorDetails, PydanticCustomError
+from pydantic_core import InitErrorDetails, PydanticCustomError, core_schema
 
 from shared.domain.money import (
     format_minor_units,
@@ -48,6 +50,7 @@ from shared.json_input import ROOT, loads_strict, validation_problems
 
 _ZERO = Decimal(0)
 _EXPONENT_CONTEXT_KEY = "minor_exponent"
+_PERCENTS_CONTEXT_KEY = "accepted_percents"
 
 
 def _reject_float(value: object) -> object:
@@ -62,8 +65,60 @@ def _reject_float(value: object) -> object:
     return value
 
 
-Percent = Annotated[Decimal, BeforeValidator(_reject_float), Field(ge=0, le=100, max_digits=12)]
+def _exact_decimal(*, ge: int, max_digits: int, le: int | None = None) -> core_schema.CoreSchema:
+    """A ``Decimal`` from a JSON string or integer, with its range and digit count checked.
+
+    Floats and booleans are refused first, then the value must be finite and in range, then
+    it may have at most ``max_digits`` digits. The range comes before the digit count, so
+    ``"-1E+30"`` is reported as negative, not as too long. Only the first check is Python;
+    the others run in pydantic-core.
+    """
+    return core_schema.no_info_before_validator_function(
+        _reject_float,
+        core_schema.chain_schema(
+            [
+                core_schema.decimal_schema(ge=Decimal(ge), le=None if le is None else Decimal(le)),
+                core_schema.decimal_schema(max_digits=max_digits),
+            ]
+        ),
+    )
+
+
+def _percent_schema() -> core_schema.CoreSchema:
+    """:data:`Percent`: an exact decimal from 0 to 100, each spelling checked once per document.
+
+    A pricebook repeats a handful of rates many times (a 5,000-SKU book may hold 6,000
+    discounts that are all ``"5"`` or ``"12.5"``), and checking a decimal's digits costs
+    more than a dictionary lookup. So :func:`load_pricebook` passes an empty dictionary in
+    the validation context, and a string that was accepted as a percentage earlier in the
+    same document gives the same ``Decimal`` again. A string that failed is never stored,
+    so every bad value is still reported at its own path. Unit prices are rarely repeated
+    and are checked every time.
+    """
+    checked = _exact_decimal(ge=0, le=100, max_digits=12)
+
+    def validate(
+        value: object, check: core_schema.ValidatorFunctionWrapHandler, info: ValidationInfo
+    ) -> Decimal:
+        accepted = info.context.get(_PERCENTS_CONTEXT_KEY) if info.context else None
+        if accepted is None or type(value) is not str:
+            return cast(Decimal, check(value))
+        result = accepted.get(value)
+        if result is None:
+            result = accepted[value] = check(value)
+        return cast(Decimal, result)
+
+    return core_schema.with_info_wrap_validator_function(validate, checked)
+
+
+Percent = Annotated[Decimal, GetPydanticSchema(lambda _source, _handler: _percent_schema())]
 """A percentage from 0 to 100, e.g. ``"8.875"``."""
+
+UnitPrice = Annotated[
+    Decimal,
+    GetPydanticSchema(lambda _source, _handler: _exact_decimal(ge=0, max_digits=20)),
+]
+"""A unit price in major units, e.g. ``"12.34"``; whether it fits the currency is checked apart."""
 
 Code = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
 """A SKU or region code: the same alphabet as ids in the batch file, so it survives CSV."""
@@ -85,7 +140,7 @@ class Tier(PricebookModel):
 class SkuPrice(PricebookModel):
     """The price of one SKU in major units (``"12.34"``) and its tiers, sorted by quantity."""
 
-    unit_price: Annotated[Decimal, BeforeValidator(_reject_float), Field(ge=0, max_digits=20)]
+    unit_price: UnitPrice
     tiers: list[Tier] = Field(default_factory=list)
 
     @field_validator("unit_price")
@@ -102,11 +157,15 @@ class SkuPrice(PricebookModel):
     @field_validator("tiers")
     @classmethod
     def _unique_and_sorted(cls, tiers: list[Tier]) -> list[Tier]:
+        if len(tiers) < 2:
+            return tiers
         quantities = [tier.min_quantity for tier in tiers]
-        duplicates = sorted({q for q in quantities if quantities.count(q) > 1})
-        if duplicates:
+        if all(map(lt, quantities, quantities[1:])):
+            return tiers  # strictly ascending: unique and sorted already (the usual case)
+        if len(set(quantities)) < len(quantities):
+            duplicates = sorted(q for q, n in Counter(quantities).items() if n > 1)
             raise ValueError(f"duplicate min_quantity {', '.join(map(str, duplicates))}")
-        return sorted(tiers, key=lambda tier: tier.min_quantity)
+        return sorted(tiers, key=attrgetter("min_quantity"))
 
 
 class RegionTax(PricebookModel):
@@ -150,10 +209,15 @@ class Pricebook(PricebookModel):
             # error at the root that only says "some price is wrong".
             raise ValidationError.from_exception_data(type(self).__name__, problems)
         self._unit_price_minor = unit_prices
+        no_tiers: tuple[tuple[int, ...], tuple[Decimal, ...]] = ((), ())
         self._tier_thresholds = {
             sku: (
-                tuple(tier.min_quantity for tier in price.tiers),
-                tuple(tier.discount_pct for tier in price.tiers),
+                (
+                    tuple([tier.min_quantity for tier in tiers]),
+                    tuple([tier.discount_pct for tier in tiers]),
+                )
+                if (tiers := price.tiers)
+                else no_tiers
             )
             for sku, price in self.skus.items()
         }
@@ -278,9 +342,9 @@ def load_pricebook(data: bytes | str) -> Pricebook:
     except ValueError as exc:
         raise PricebookError([f"{ROOT}: {exc}"]) from None
     currency = raw.get("currency") if isinstance(raw, dict) else None
-    context = (
-        {_EXPONENT_CONTEXT_KEY: minor_exponent(currency)} if is_currency_code(currency) else {}
-    )
+    context: dict[str, Any] = {_PERCENTS_CONTEXT_KEY: {}}
+    if is_currency_code(currency):
+        context[_EXPONENT_CONTEXT_KEY] = minor_exponent(currency)
     try:
         return Pricebook.model_validate(raw, context=context)
     except ValidationError as exc:
