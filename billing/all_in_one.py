@@ -88,7 +88,7 @@ def run_all_in_one(settings: Settings, *, host: str, port: int) -> bool:
     shutdown.install_signal_handlers()
     server = AllInOne(settings, host=host, port=port)
     server.start()
-    tune_runtime(settings)
+    tune_runtime(settings, event_loop=True)
     failed = False
     try:
         while not shutdown.wait(WATCH_SECONDS):

@@ -28,7 +28,7 @@ the allocator keeps the pages it took. A processor's worker process settled abou
 on Azurite; the controller, over thousands of one-row batches, ratcheted up by the garbage it
 let pile up between full collections. :func:`collect_periodically` runs a full collection
 every 10 s on a thread of its own: it walks only what is not frozen (about 12 ms in a worker),
-and every role stays flat (docs/soak.md).
+and the roles without an event loop stay flat (docs/soak.md; ``billing.runtime`` says which).
 """
 
 from __future__ import annotations
@@ -69,8 +69,9 @@ def collect_periodically(
     """Start a daemon thread that collects all the garbage every ``period`` seconds, or
     nothing where ``young_threshold`` is ``0`` (Python's own settings collect often enough).
 
-    A thread rather than a turn of each role's loop: the initiator's loop is uvicorn's, and
-    the controller's main thread only waits for a signal."""
+    A thread rather than a turn of a loop: the controller's main thread only waits for a
+    signal. Not for a process running asyncio's event loop: the collection finalizes what it
+    frees on this thread, and the loop's objects must be finalized on the loop's own."""
     if young_threshold <= 0:
         return None
 

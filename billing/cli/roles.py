@@ -46,7 +46,7 @@ def initiator(
     except MissingApiKeysError as error:
         typer.echo(f"billing initiator: {error}", err=True)
         raise typer.Exit(1) from None
-    tune_runtime(settings)
+    tune_runtime(settings, event_loop=True)
     config = server_config(
         app,
         settings,

@@ -76,3 +76,31 @@ def test_periodic_full_collections_free_a_cycle_the_tuned_collector_would_keep()
 
 def test_no_periodic_collections_where_the_collector_keeps_pythons_settings() -> None:
     assert periodic_collections_after(0, wait_seconds=1) == "False False"
+
+
+RUNTIME_PROBE = """
+import sys, threading
+from billing.runtime import tune_runtime
+from shared.settings import Settings
+tune_runtime(Settings(_env_file=None), event_loop=sys.argv[1] == "loop")
+print(sorted(thread.name for thread in threading.enumerate() if thread.daemon))
+"""
+
+
+def daemon_threads_after_tuning(event_loop: bool) -> str:
+    done = subprocess.run(
+        [sys.executable, "-c", RUNTIME_PROBE, "loop" if event_loop else "no-loop"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return done.stdout.strip()
+
+
+def test_a_role_without_an_event_loop_collects_on_a_thread_of_its_own() -> None:
+    assert daemon_threads_after_tuning(event_loop=False) == "['full-garbage-collections']"
+
+
+def test_a_role_serving_http_never_collects_off_its_event_loops_thread() -> None:
+    assert daemon_threads_after_tuning(event_loop=True) == "[]"
