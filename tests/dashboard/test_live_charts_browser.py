@@ -134,10 +134,23 @@ def test_the_charts_follow_a_batch_and_the_page_matches_the_api(
     # retires them between two heartbeats: the active line is each beat's peak (held 6 s,
     # longer than the page's 2-second samples, so no sample misses it), so it rose
     # to the threads that ran however short their lives, and came back to zero.
+    # A batch can close within a heartbeat of the release, before the beat that carries
+    # the threads reaches the page, so the lines are awaited, not read at once.
     instance = page.locator("#processors tbody tr").first.get_attribute("data-key")
-    started = series_line(page, "chart-threads", f"{instance} started")
-    assert started["max"] - started["first"] >= 2, started
+    started_label = f"{instance} started"
     active_label = f"{instance} active (peak per beat)"
+    page.wait_for_function(
+        """([started, active]) => {
+            const lines = [...document.querySelectorAll('#chart-threads path.series')];
+            const line = (label) => lines.find((l) => l.dataset.series === label);
+            const s = line(started), a = line(active);
+            return s && a && s.dataset.max - s.dataset.first >= 2 && a.dataset.max >= 2;
+        }""",
+        arg=[started_label, active_label],
+        timeout=APPEAR_MS,
+    )
+    started = series_line(page, "chart-threads", started_label)
+    assert started["max"] - started["first"] >= 2, started
     active = series_line(page, "chart-threads", active_label)
     assert active["max"] >= 2, active
     page.wait_for_function(
