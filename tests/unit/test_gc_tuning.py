@@ -17,15 +17,20 @@ print(before, gc.get_threshold(), gc.get_freeze_count() > 0)
 """
 
 
-def collector_after(young_threshold: int) -> str:
+def in_fresh_interpreter(probe: str, *args: str) -> str:
+    """What ``probe`` prints, run with ``args`` in a new interpreter."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(young_threshold)],
+        [sys.executable, "-c", probe, *args],
         capture_output=True,
         text=True,
         check=True,
         timeout=60,
     )
     return done.stdout.strip()
+
+
+def collector_after(young_threshold: int) -> str:
+    return in_fresh_interpreter(PROBE, str(young_threshold))
 
 
 def test_it_freezes_start_up_and_raises_only_the_youngest_threshold() -> None:
@@ -60,14 +65,7 @@ print(thread is not None and thread.daemon, cycle() is None)
 
 def periodic_collections_after(young_threshold: int, wait_seconds: float) -> str:
     """Whether a daemon thread started, and whether a cycle was freed within the wait."""
-    done = subprocess.run(
-        [sys.executable, "-c", CYCLE_PROBE, str(young_threshold), str(wait_seconds)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
+    return in_fresh_interpreter(CYCLE_PROBE, str(young_threshold), str(wait_seconds))
 
 
 def test_periodic_full_collections_free_a_cycle_the_tuned_collector_would_keep() -> None:
@@ -88,14 +86,7 @@ print(sorted(thread.name for thread in threading.enumerate() if thread.daemon))
 
 
 def daemon_threads_after_tuning(event_loop: bool) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", RUNTIME_PROBE, "loop" if event_loop else "no-loop"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return done.stdout.strip()
+    return in_fresh_interpreter(RUNTIME_PROBE, "loop" if event_loop else "no-loop")
 
 
 def test_a_role_without_an_event_loop_collects_on_a_thread_of_its_own() -> None:
